@@ -1,0 +1,46 @@
+# banyand — see README.md. Tools are pinned in tools/go.mod and
+# tools/protoc/go.mod and run with `go tool`, so nothing needs installing.
+GO        ?= go
+BUF       := $(GO) tool -modfile=tools/go.mod buf
+LINT      := $(GO) tool -modfile=tools/go.mod golangci-lint
+PKGS      := ./...
+TEST_FLAGS ?= -race -timeout 15m
+
+.PHONY: all generate build test lint verify run clean
+
+all: build
+
+## generate: regenerate Go code from the protos (and any other generated files)
+generate:
+	$(BUF) generate
+	$(GO) generate $(PKGS)
+
+## build: compile everything and produce bin/banyand
+build:
+	$(GO) build $(PKGS)
+	$(GO) build -o bin/banyand ./cmd/banyand
+
+## test: vet and race-enabled tests of the whole module
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test $(TEST_FLAGS) $(PKGS)
+
+## lint: golangci-lint plus the layering rules
+lint:
+	$(LINT) run $(PKGS)
+	./scripts/check-layering.sh
+
+## verify: regenerate and fail if anything generated is out of date
+verify: generate
+	@if [ -n "$$(git status --porcelain -- api docs)" ]; then \
+		echo "generated files are out of date; run 'make generate' and commit:"; \
+		git status --porcelain -- api docs; git --no-pager diff --stat -- api docs; exit 1; \
+	fi
+	$(GO) mod tidy -diff
+
+## run: start banyand standalone with embedded defaults
+run:
+	$(GO) run ./cmd/banyand standalone
+
+clean:
+	rm -rf bin
