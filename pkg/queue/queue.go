@@ -1,0 +1,124 @@
+// Package queue is the contract between the liaison's write path and the
+// data nodes' listeners, independent of transport. The local implementation
+// (this package, over pkg/bus) serves standalone mode; pkg/queue/pub and
+// pkg/queue/sub implement it over gRPC for cluster mode. This package knows
+// nothing of gRPC.
+package queue
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Topic names a kind of message, e.g. TopicStreamWrite.
+type Topic string
+
+// Topics used by banyand's roles.
+const (
+	TopicStreamWrite  Topic = "stream-write"
+	TopicMeasureWrite Topic = "measure-write"
+	TopicStreamQuery  Topic = "stream-query"
+	TopicMeasureQuery Topic = "measure-query"
+)
+
+// Errors callers branch on; implementations wrap them with detail.
+var (
+	// ErrClosed: the client, publisher or server is closed.
+	ErrClosed = errors.New("queue: closed")
+	// ErrDeadline: the message was not acknowledged before its deadline.
+	// Whether it was written is unknown; a retry is safe (writes are idempotent).
+	ErrDeadline = errors.New("queue: message deadline exceeded")
+	// ErrResourceExhausted: the publisher's memory bound was full for longer
+	// than the caller was willing to wait.
+	ErrResourceExhausted = errors.New("queue: resource exhausted")
+	// ErrNoNodes: no live node can take the message.
+	ErrNoNodes = errors.New("queue: no node available")
+	// ErrUnknownTopic: the receiving side has no listener for the topic.
+	ErrUnknownTopic = errors.New("queue: unknown topic")
+	// ErrInvalidMessage: the receiving side rejected the message itself; a
+	// retry cannot succeed.
+	ErrInvalidMessage = errors.New("queue: invalid message")
+)
+
+// Message is one payload to deliver. Group and Shard say where it goes
+// (the placement of the group's shard); a local queue ignores them.
+type Message struct {
+	Group   string
+	Shard   uint32
+	Payload []byte
+}
+
+// Future is the outcome of one published message.
+type Future interface {
+	// Get waits until the message is acknowledged (nil), fails, or ctx is
+	// done. Giving up on the wait does not cancel the message.
+	Get(ctx context.Context) error
+}
+
+// BatchPublisher publishes many messages and collects their acks. It is
+// meant to live as long as one client write stream.
+type BatchPublisher interface {
+	// Publish queues msg for topic and returns its future. It may block while
+	// the publisher's memory bound is full, at most until ctx is done, then
+	// returns ErrResourceExhausted.
+	Publish(ctx context.Context, topic Topic, msg Message) (Future, error)
+	// Close waits for every outstanding message to be acked or failed.
+	Close() error
+}
+
+// Reply is one node's answer to a broadcast request.
+type Reply struct {
+	Node    string
+	Payload []byte
+	Err     error
+}
+
+// Client sends messages to the listeners of a topic.
+type Client interface {
+	// NewBatchPublisher opens a publisher whose messages each fail with
+	// ErrDeadline if not acked within timeout.
+	NewBatchPublisher(timeout time.Duration) BatchPublisher
+	// Broadcast sends one request to every node that may hold data of group
+	// and returns each node's reply (queries scatter this way).
+	Broadcast(ctx context.Context, topic Topic, group string, payload []byte) ([]Reply, error)
+}
+
+// Batch is what a listener receives: messages of one topic.
+type Batch struct {
+	Topic    Topic
+	Messages [][]byte
+}
+
+// Result is a listener's answer to a batch. A nil Errs means all succeeded;
+// otherwise Errs[i] is message i's failure (wrap ErrInvalidMessage for a
+// message that can never succeed). Replies, for request topics, has one
+// payload per message.
+type Result struct {
+	Errs    []error
+	Replies [][]byte
+}
+
+// Listener handles batches of one topic. It returns only once its work is
+// as durable as the topic promises: the ack is sent after it returns.
+type Listener interface {
+	Handle(ctx context.Context, b Batch) Result
+}
+
+// ListenerFunc adapts a function to Listener.
+type ListenerFunc func(ctx context.Context, b Batch) Result
+
+// Handle calls f.
+func (f ListenerFunc) Handle(ctx context.Context, b Batch) Result { return f(ctx, b) }
+
+// Server hands received messages to listeners.
+type Server interface {
+	// Subscribe registers l for topic; one listener per topic.
+	Subscribe(topic Topic, l Listener) error
+}
+
+// Queue is both ends, as standalone mode uses it.
+type Queue interface {
+	Client
+	Server
+}
