@@ -98,21 +98,27 @@ const (
 	Status_STATUS_VERSION_UNSUPPORTED Status = 7
 	Status_STATUS_VERSION_DEPRECATED  Status = 8
 	Status_STATUS_METADATA_REQUIRED   Status = 9
+	// STATUS_INVALID_ARGUMENT is banyand's extension: the message itself is
+	// malformed (missing entity tag, wrong tag or field type or count) and a
+	// retry cannot succeed. BanyanDB v0.10 reports these as
+	// STATUS_INTERNAL_ERROR; 100 keeps clear of values upstream may add.
+	Status_STATUS_INVALID_ARGUMENT Status = 100
 )
 
 // Enum value maps for Status.
 var (
 	Status_name = map[int32]string{
-		0: "STATUS_UNSPECIFIED",
-		1: "STATUS_SUCCEED",
-		2: "STATUS_INVALID_TIMESTAMP",
-		3: "STATUS_NOT_FOUND",
-		4: "STATUS_EXPIRED_SCHEMA",
-		5: "STATUS_INTERNAL_ERROR",
-		6: "STATUS_DISK_FULL",
-		7: "STATUS_VERSION_UNSUPPORTED",
-		8: "STATUS_VERSION_DEPRECATED",
-		9: "STATUS_METADATA_REQUIRED",
+		0:   "STATUS_UNSPECIFIED",
+		1:   "STATUS_SUCCEED",
+		2:   "STATUS_INVALID_TIMESTAMP",
+		3:   "STATUS_NOT_FOUND",
+		4:   "STATUS_EXPIRED_SCHEMA",
+		5:   "STATUS_INTERNAL_ERROR",
+		6:   "STATUS_DISK_FULL",
+		7:   "STATUS_VERSION_UNSUPPORTED",
+		8:   "STATUS_VERSION_DEPRECATED",
+		9:   "STATUS_METADATA_REQUIRED",
+		100: "STATUS_INVALID_ARGUMENT",
 	}
 	Status_value = map[string]int32{
 		"STATUS_UNSPECIFIED":         0,
@@ -125,6 +131,7 @@ var (
 		"STATUS_VERSION_UNSUPPORTED": 7,
 		"STATUS_VERSION_DEPRECATED":  8,
 		"STATUS_METADATA_REQUIRED":   9,
+		"STATUS_INVALID_ARGUMENT":    100,
 	}
 )
 
@@ -756,7 +763,7 @@ const file_banyandb_model_v1_common_proto_rawDesc = "" +
 	"\x18AGGREGATION_FUNCTION_MAX\x10\x02\x12\x1c\n" +
 	"\x18AGGREGATION_FUNCTION_MIN\x10\x03\x12\x1e\n" +
 	"\x1aAGGREGATION_FUNCTION_COUNT\x10\x04\x12\x1c\n" +
-	"\x18AGGREGATION_FUNCTION_SUM\x10\x05*\x91\x02\n" +
+	"\x18AGGREGATION_FUNCTION_SUM\x10\x05*\xae\x02\n" +
 	"\x06Status\x12\x16\n" +
 	"\x12STATUS_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eSTATUS_SUCCEED\x10\x01\x12\x1c\n" +
@@ -767,7 +774,8 @@ const file_banyandb_model_v1_common_proto_rawDesc = "" +
 	"\x10STATUS_DISK_FULL\x10\x06\x12\x1e\n" +
 	"\x1aSTATUS_VERSION_UNSUPPORTED\x10\a\x12\x1d\n" +
 	"\x19STATUS_VERSION_DEPRECATED\x10\b\x12\x1c\n" +
-	"\x18STATUS_METADATA_REQUIRED\x10\tB;Z9github.com/banyand-io/banyand/api/proto/banyandb/model/v1b\x06proto3"
+	"\x18STATUS_METADATA_REQUIRED\x10\t\x12\x1b\n" +
+	"\x17STATUS_INVALID_ARGUMENT\x10dB;Z9github.com/banyand-io/banyand/api/proto/banyandb/model/v1b\x06proto3"
 
 var (
 	file_banyandb_model_v1_common_proto_rawDescOnce sync.Once
