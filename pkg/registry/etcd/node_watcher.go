@@ -1,0 +1,206 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"strings"
+	"sync/atomic"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
+
+	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
+	"github.com/banyand-io/banyand/pkg/registry/node"
+)
+
+// NodeWatcher follows the nodes registered under <Namespace>/nodes/: it
+// lists them at a revision R, watches from R+1, and lists again when the
+// watch is compacted away or closed, so it never misses a change for long
+// and never applies one twice.
+//
+// Entries that are not valid nodes (bytes that do not decode, unknown roles,
+// no gRPC address, a key that does not match the node's name) are skipped
+// with a warning and counted; a valid node overwritten by such an entry is
+// reported deleted, exactly as a fresh list would show it.
+type NodeWatcher struct {
+	cfg NodeConfig
+	cli *clientv3.Client
+	log *slog.Logger
+
+	skipped atomic.Int64
+	relists atomic.Int64
+}
+
+var _ node.Watcher = (*NodeWatcher)(nil)
+
+// NodeWatcherStats counts what a NodeWatcher did since it was made.
+type NodeWatcherStats struct {
+	// Skipped are entries under the prefix that were not valid nodes, each
+	// counted every time it was read (in a list or a watch event).
+	Skipped int64
+	// Relists are lists after the first of a Watch: compactions, closed
+	// watches, lost leaders.
+	Relists int64
+}
+
+// NewNodeWatcher returns a watcher reading through cli; it does no I/O.
+// A nil log means slog.Default().
+func NewNodeWatcher(cfg NodeConfig, cli *clientv3.Client, log *slog.Logger) (*NodeWatcher, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cli == nil {
+		return nil, errors.New("etcd node watcher: nil client")
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &NodeWatcher{cfg: cfg.withDefaults(), cli: cli, log: log.With("component", "node-watcher")}, nil
+}
+
+// Stats returns the watcher's counters.
+func (w *NodeWatcher) Stats() NodeWatcherStats {
+	return NodeWatcherStats{Skipped: w.skipped.Load(), Relists: w.relists.Load()}
+}
+
+// nodeWatch is the state of one Watch call, owned by its goroutine.
+type nodeWatch struct {
+	w         *NodeWatcher
+	prefix    string
+	h         node.Handler
+	nodes     map[string]*databasev1.Node // what h was last told
+	delivered bool                        // h has had its first update
+}
+
+// Watch implements node.Watcher. While etcd is unreachable it keeps the
+// last update and retries with backoff; h is told nothing until the set is
+// known again.
+func (w *NodeWatcher) Watch(ctx context.Context, h node.Handler) error {
+	s := &nodeWatch{w: w, prefix: w.cfg.nodesPrefix(), h: h, nodes: map[string]*databasev1.Node{}}
+	bo := newNodeBackoff(w.cfg.RetryMin, w.cfg.RetryMax)
+	for first := true; ; first = false {
+		if !first {
+			w.relists.Add(1)
+		}
+		rev, err := s.list(ctx)
+		if err == nil {
+			var progressed bool
+			progressed, err = s.watch(ctx, rev)
+			if progressed {
+				bo.reset()
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		w.log.Warn("node watch interrupted; listing again", "prefix", s.prefix, "err", err)
+		if !bo.wait(ctx) {
+			return ctx.Err()
+		}
+	}
+}
+
+// list reads every node at one revision and tells h the difference from
+// what it knew; it returns the revision.
+func (s *nodeWatch) list(ctx context.Context) (int64, error) {
+	resp, err := s.w.cli.Get(ctx, s.prefix, clientv3.WithPrefix())
+	if err != nil {
+		return 0, fmt.Errorf("list %s: %w", s.prefix, err)
+	}
+	next := make(map[string]*databasev1.Node, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		if n := s.decode(kv); n != nil {
+			next[n.GetMetadata().GetName()] = n
+		}
+	}
+	events := node.Diff(s.nodes, next)
+	s.nodes = next
+	if !s.delivered || len(events) > 0 {
+		s.deliver(resp.Header.Revision, events)
+	}
+	return resp.Header.Revision, nil
+}
+
+// watch applies changes after rev until the watch ends; it always returns
+// an error saying why, and whether any response arrived.
+func (s *nodeWatch) watch(ctx context.Context, rev int64) (progressed bool, _ error) {
+	// WithRequireLeader ends the watch when the member loses its leader,
+	// rather than leaving us silently behind a partitioned member.
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	wch := s.w.cli.Watch(wctx, s.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithPrevKV())
+	for resp := range wch {
+		switch {
+		case resp.CompactRevision != 0:
+			return progressed, fmt.Errorf("watch from revision %d: compacted up to %d", rev+1, resp.CompactRevision)
+		case resp.Err() != nil:
+			return progressed, fmt.Errorf("watch: %w", resp.Err())
+		case resp.Canceled:
+			return progressed, fmt.Errorf("watch canceled: %s", resp.CancelReason)
+		}
+		progressed = true
+		if len(resp.Events) == 0 {
+			continue // progress notification
+		}
+		rev = resp.Header.Revision
+		// One response holds whole revisions (fragmenting is off), so
+		// applying it at once keeps every update a consistent snapshot.
+		if events := s.apply(resp.Events); len(events) > 0 {
+			s.deliver(rev, events)
+		}
+	}
+	return progressed, errors.New("watch channel closed")
+}
+
+// apply updates the known set with a watch response's events and returns
+// the events h should see.
+func (s *nodeWatch) apply(evs []*clientv3.Event) []node.Event {
+	next := maps.Clone(s.nodes)
+	var out []node.Event
+	for _, ev := range evs {
+		name := strings.TrimPrefix(string(ev.Kv.Key), s.prefix)
+		var n *databasev1.Node
+		if ev.Type == clientv3.EventTypePut {
+			n = s.decode(ev.Kv) // nil for an invalid entry: it hides any node there
+		}
+		prev, had := next[name]
+		switch {
+		case n == nil && had:
+			delete(next, name)
+			out = append(out, node.Event{Type: node.EventDelete, Node: prev})
+		case n == nil:
+		case !had:
+			next[name] = n
+			out = append(out, node.Event{Type: node.EventAdd, Node: n})
+		case !proto.Equal(prev, n):
+			next[name] = n
+			out = append(out, node.Event{Type: node.EventUpdate, Node: n, Prev: prev})
+		default:
+			// Re-put of an equal node, e.g. a re-registration after a lost
+			// lease: keep the old value, tell nobody.
+		}
+	}
+	s.nodes = next
+	return out
+}
+
+func (s *nodeWatch) deliver(rev int64, events []node.Event) {
+	s.delivered = true
+	s.h(node.Update{Revision: rev, Nodes: node.Sorted(s.nodes), Events: events})
+}
+
+// decode returns the node at kv, or nil after warning about and counting
+// an entry that is not a valid node.
+func (s *nodeWatch) decode(kv *mvccpb.KeyValue) *databasev1.Node {
+	n, err := decodeNodeKV(s.prefix, kv)
+	if err != nil {
+		s.w.skipped.Add(1)
+		s.w.log.Warn("skipping invalid node entry", "key", string(kv.Key), "mod_revision", kv.ModRevision, "err", err)
+		return nil
+	}
+	return n
+}

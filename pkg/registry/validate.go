@@ -1,0 +1,241 @@
+package registry
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
+	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
+)
+
+// Validate checks a group, stream or measure on its own, without looking at
+// other objects (CheckGroup does that). It returns nil, an
+// *InvalidArgumentError naming the first bad field, or ErrUnimplemented
+// for a group catalog banyand does not serve.
+func Validate(m proto.Message) error {
+	switch v := m.(type) {
+	case *commonv1.Group:
+		return validateGroup(v)
+	case *databasev1.Stream:
+		return validateStream(v)
+	case *databasev1.Measure:
+		return validateMeasure(v)
+	}
+	_, err := KeyOf(m)
+	return err
+}
+
+// validName refuses what would break a storage key or a log line.
+func validName(field, name string) error {
+	switch {
+	case name == "":
+		return invalid(field, "must not be empty")
+	case strings.ContainsRune(name, '/'):
+		return invalid(field, "%q must not contain '/'", name)
+	case strings.ContainsRune(name, 0):
+		return invalid(field, "%q must not contain NUL", name)
+	}
+	return nil
+}
+
+func validateGroup(g *commonv1.Group) error {
+	if g.GetMetadata() == nil {
+		return invalid("group.metadata", "required")
+	}
+	if err := validName("group.metadata.name", g.GetMetadata().GetName()); err != nil {
+		return err
+	}
+	switch c := g.GetCatalog(); c {
+	case commonv1.Catalog_CATALOG_STREAM, commonv1.Catalog_CATALOG_MEASURE:
+	case commonv1.Catalog_CATALOG_PROPERTY, commonv1.Catalog_CATALOG_TRACE:
+		return fmt.Errorf("group.catalog: %s groups are not supported by banyand: %w", c, ErrUnimplemented)
+	case commonv1.Catalog_CATALOG_UNSPECIFIED:
+		return invalid("group.catalog", "required")
+	default:
+		return invalid("group.catalog", "unknown value %d", int32(c))
+	}
+	ro := g.GetResourceOpts()
+	if ro == nil {
+		return invalid("group.resource_opts", "required")
+	}
+	if ro.GetShardNum() < 1 {
+		return invalid("group.resource_opts.shard_num", "must be at least 1, got %d", ro.GetShardNum())
+	}
+	for _, r := range []struct {
+		field string
+		rule  *commonv1.IntervalRule
+	}{
+		{"group.resource_opts.segment_interval", ro.GetSegmentInterval()},
+		{"group.resource_opts.ttl", ro.GetTtl()},
+	} {
+		if err := validInterval(r.field, r.rule); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validInterval accepts an absent rule; a present one needs a unit and a
+// positive count.
+func validInterval(field string, r *commonv1.IntervalRule) error {
+	if r == nil {
+		return nil
+	}
+	u := r.GetUnit()
+	if u == commonv1.IntervalRule_UNIT_UNSPECIFIED {
+		return invalid(field+".unit", "required")
+	}
+	if _, ok := commonv1.IntervalRule_Unit_name[int32(u)]; !ok {
+		return invalid(field+".unit", "unknown value %d", int32(u))
+	}
+	if r.GetNum() < 1 {
+		return invalid(field+".num", "must be at least 1")
+	}
+	return nil
+}
+
+func validMember(kind string, md *commonv1.Metadata) error {
+	if md == nil {
+		return invalid(kind+".metadata", "required")
+	}
+	if err := validName(kind+".metadata.group", md.GetGroup()); err != nil {
+		return err
+	}
+	return validName(kind+".metadata.name", md.GetName())
+}
+
+// validTagFamilies checks names and types and returns the set of tag names.
+// Tag names are unique across families: entities and writes refer to tags
+// by name alone.
+func validTagFamilies(kind string, fams []*databasev1.TagFamilySpec) (map[string]bool, error) {
+	if len(fams) == 0 {
+		return nil, invalid(kind+".tag_families", "at least one tag family is required")
+	}
+	famSeen := make(map[string]bool, len(fams))
+	tags := make(map[string]bool)
+	for i, f := range fams {
+		ff := fmt.Sprintf("%s.tag_families[%d]", kind, i)
+		if err := validName(ff+".name", f.GetName()); err != nil {
+			return nil, err
+		}
+		if famSeen[f.GetName()] {
+			return nil, invalid(ff+".name", "duplicate tag family %q", f.GetName())
+		}
+		famSeen[f.GetName()] = true
+		for j, t := range f.GetTags() {
+			tf := fmt.Sprintf("%s.tags[%d]", ff, j)
+			if err := validName(tf+".name", t.GetName()); err != nil {
+				return nil, err
+			}
+			if tags[t.GetName()] {
+				return nil, invalid(tf+".name", "duplicate tag %q", t.GetName())
+			}
+			tags[t.GetName()] = true
+			if t.GetType() == databasev1.TagType_TAG_TYPE_UNSPECIFIED {
+				return nil, invalid(tf+".type", "required")
+			}
+			if _, ok := databasev1.TagType_name[int32(t.GetType())]; !ok {
+				return nil, invalid(tf+".type", "unknown value %d", int32(t.GetType()))
+			}
+		}
+	}
+	return tags, nil
+}
+
+// validTagRefs checks a list of tag names (entity, sharding key) against the
+// declared tags.
+func validTagRefs(field string, names []string, tags map[string]bool, required bool) error {
+	if required && len(names) == 0 {
+		return invalid(field, "at least one tag is required")
+	}
+	seen := make(map[string]bool, len(names))
+	for i, n := range names {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if n == "" {
+			return invalid(f, "must not be empty")
+		}
+		if !tags[n] {
+			return invalid(f, "tag %q is not declared in any tag family", n)
+		}
+		if seen[n] {
+			return invalid(f, "duplicate tag %q", n)
+		}
+		seen[n] = true
+	}
+	return nil
+}
+
+func validateStream(s *databasev1.Stream) error {
+	if err := validMember("stream", s.GetMetadata()); err != nil {
+		return err
+	}
+	tags, err := validTagFamilies("stream", s.GetTagFamilies())
+	if err != nil {
+		return err
+	}
+	return validTagRefs("stream.entity.tag_names", s.GetEntity().GetTagNames(), tags, true)
+}
+
+func validateMeasure(m *databasev1.Measure) error {
+	if err := validMember("measure", m.GetMetadata()); err != nil {
+		return err
+	}
+	tags, err := validTagFamilies("measure", m.GetTagFamilies())
+	if err != nil {
+		return err
+	}
+	fields := make(map[string]bool, len(m.GetFields()))
+	for i, f := range m.GetFields() {
+		ff := fmt.Sprintf("measure.fields[%d]", i)
+		if err := validName(ff+".name", f.GetName()); err != nil {
+			return err
+		}
+		if fields[f.GetName()] || tags[f.GetName()] {
+			return invalid(ff+".name", "duplicate name %q (field names are unique among tags and fields)", f.GetName())
+		}
+		fields[f.GetName()] = true
+		if f.GetFieldType() == databasev1.FieldType_FIELD_TYPE_UNSPECIFIED {
+			return invalid(ff+".field_type", "required")
+		}
+		if _, ok := databasev1.FieldType_name[int32(f.GetFieldType())]; !ok {
+			return invalid(ff+".field_type", "unknown value %d", int32(f.GetFieldType()))
+		}
+		if _, ok := databasev1.EncodingMethod_name[int32(f.GetEncodingMethod())]; !ok {
+			return invalid(ff+".encoding_method", "unknown value %d", int32(f.GetEncodingMethod()))
+		}
+		if _, ok := databasev1.CompressionMethod_name[int32(f.GetCompressionMethod())]; !ok {
+			return invalid(ff+".compression_method", "unknown value %d", int32(f.GetCompressionMethod()))
+		}
+	}
+	if err := validTagRefs("measure.entity.tag_names", m.GetEntity().GetTagNames(), tags, true); err != nil {
+		return err
+	}
+	if err := validTagRefs("measure.sharding_key.tag_names", m.GetShardingKey().GetTagNames(), tags, false); err != nil {
+		return err
+	}
+	if iv := m.GetInterval(); iv != "" {
+		d, err := time.ParseDuration(iv)
+		if err != nil || d <= 0 {
+			return invalid("measure.interval", "%q is not a positive duration such as 1m", iv)
+		}
+	}
+	return nil
+}
+
+// ValidateKey checks a key taken from a request (Get, Delete) before it is
+// used to build a storage key.
+func ValidateKey(k Key) error {
+	switch k.Kind {
+	case KindGroup:
+		return validName("group", k.Name)
+	case KindStream, KindMeasure:
+		if err := validName("metadata.group", k.Group); err != nil {
+			return err
+		}
+		return validName("metadata.name", k.Name)
+	}
+	return invalid("kind", "unknown kind %d", int(k.Kind))
+}
