@@ -1,0 +1,163 @@
+// Package cli is banyand's command line: a cobra root with one subcommand
+// per role. Each role is a list of run.Components built from a config that
+// registers its own flags; every flag can also be set from a BANYAND_*
+// environment variable.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/banyand-io/banyand/pkg/run"
+)
+
+// Version is set at build time with -ldflags "-X .../banyand/cli.Version=v1.2.3".
+var Version = "dev"
+
+// Role is what a subcommand runs.
+type Role interface {
+	// RegisterFlags binds the role's settings to flags.
+	RegisterFlags(fs *pflag.FlagSet)
+	// Validate checks the settings after flags and environment are applied.
+	Validate() error
+	// Components builds the role's components in start order. It allocates
+	// only; the group starts them.
+	Components(logger *slog.Logger) ([]run.Component, error)
+}
+
+// roleCommand describes one role subcommand.
+type roleCommand struct {
+	use, short, long string
+	role             Role
+}
+
+// Main runs the command line and returns the process exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	root := newRoot(stdout, stderr, osLookup)
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(stderr, "banyand:", err)
+		return 1
+	}
+	return 0
+}
+
+func newRoot(stdout, stderr io.Writer, lookup func(string) (string, bool)) *cobra.Command {
+	var logCfg logConfig
+	root := &cobra.Command{
+		Use:           "banyand",
+		Short:         "banyand: the write data plane of an observability database",
+		Long:          "banyand accepts BanyanDB-compatible stream and measure writes on a liaison,\nroutes them by shard to data nodes and acknowledges them once durable.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	logCfg.RegisterFlags(root.PersistentFlags())
+	annotateEnv(root.PersistentFlags())
+
+	root.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintln(cmd.OutOrStdout(), "banyand", versionString())
+		},
+	})
+	for _, rc := range roleCommands() {
+		root.AddCommand(newRoleCommand(rc, &logCfg, stderr, lookup))
+	}
+	return root
+}
+
+func newRoleCommand(rc roleCommand, logCfg *logConfig, stderr io.Writer, lookup func(string) (string, bool)) *cobra.Command {
+	var groupCfg run.Config
+	cmd := &cobra.Command{
+		Use:   rc.use,
+		Short: rc.short,
+		Long:  rc.long,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd.Flags(), lookup); err != nil {
+				return err
+			}
+			if err := applyEnv(cmd.InheritedFlags(), lookup); err != nil {
+				return err
+			}
+			if err := errors.Join(logCfg.Validate(), rc.role.Validate()); err != nil {
+				return fmt.Errorf("invalid configuration: %w", err)
+			}
+			logger := logCfg.newLogger(stderr).With("role", rc.use)
+			comps, err := rc.role.Components(logger)
+			if err != nil {
+				return err
+			}
+			groupCfg.Name = rc.use
+			g := run.NewGroup(groupCfg, logger, comps...)
+			if err := g.Validate(); err != nil {
+				return fmt.Errorf("invalid configuration: %w", err)
+			}
+			ctx, stop := run.SignalContext(context.Background())
+			defer stop()
+			logger.Info("banyand starting", "version", versionString())
+			return g.Run(ctx)
+		},
+	}
+	rc.role.RegisterFlags(cmd.Flags())
+	groupCfg.RegisterFlags(cmd.Flags())
+	annotateEnv(cmd.Flags())
+	return cmd
+}
+
+func versionString() string {
+	v := Version
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				v += " (" + s.Value[:min(12, len(s.Value))] + ")"
+			}
+		}
+		v += " " + bi.GoVersion
+	}
+	return v
+}
+
+// logConfig is the logging flags every role shares.
+type logConfig struct {
+	level  string
+	format string
+}
+
+func (c *logConfig) RegisterFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.level, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&c.format, "log-format", "text", "log format: text or json")
+}
+
+func (c *logConfig) Validate() error {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(c.level)); err != nil {
+		return fmt.Errorf("--log-level %q: want debug, info, warn or error", c.level)
+	}
+	if c.format != "text" && c.format != "json" {
+		return fmt.Errorf("--log-format %q: want text or json", c.format)
+	}
+	return nil
+}
+
+func (c *logConfig) newLogger(w io.Writer) *slog.Logger {
+	var lv slog.Level
+	_ = lv.UnmarshalText([]byte(strings.ToLower(c.level)))
+	opts := &slog.HandlerOptions{Level: lv}
+	if c.format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,52 @@
+// Package liaison is the client-facing write and query path: it validates
+// BanyanDB-compatible writes against the schema, hashes their entity to a
+// shard and publishes them through a queue.Client (the gRPC publisher in a
+// cluster, the local queue in standalone), answering every message once its
+// data node has acknowledged it durably.
+package liaison
+
+import (
+	"log/slog"
+
+	"google.golang.org/grpc"
+
+	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
+	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	"github.com/banyand-io/banyand/pkg/queue"
+)
+
+// Deps are what the services need from the role.
+type Deps struct {
+	Logger *slog.Logger
+	Schema *SchemaCache
+	Queue  queue.Client
+}
+
+// Services are the StreamService and MeasureService of one liaison.
+type Services struct {
+	Stream  *StreamService
+	Measure *MeasureService
+}
+
+// NewServices builds the write and query services.
+func NewServices(cfg WriteConfig, deps Deps) *Services {
+	if cfg.AckTimeout <= 0 {
+		cfg.AckTimeout = DefaultAckTimeout
+	}
+	logger := deps.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	w := writer{logger: logger, schema: deps.Schema, queue: deps.Queue, cfg: cfg}
+	q := &querier{logger: logger, schema: deps.Schema, queue: deps.Queue}
+	return &Services{
+		Stream:  &StreamService{writer: w, query: q},
+		Measure: &MeasureService{writer: w, query: q},
+	}
+}
+
+// Register adds both services to s.
+func (s *Services) Register(srv *grpc.Server) {
+	streamv1.RegisterStreamServiceServer(srv, s.Stream)
+	measurev1.RegisterMeasureServiceServer(srv, s.Measure)
+}

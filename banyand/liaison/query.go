@@ -1,0 +1,222 @@
+package liaison
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+
+	"github.com/cespare/xxhash/v2"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
+	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
+	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	"github.com/banyand-io/banyand/banyand/storage"
+	"github.com/banyand-io/banyand/pkg/queue"
+)
+
+// querier scatters a query to every data node of a group and merges the
+// answers. Each node returns at most offset+limit results in order; the
+// liaison merges, removes the copies replicas and redeliveries produce,
+// orders by time and applies offset and limit.
+type querier struct {
+	logger *slog.Logger
+	schema *SchemaCache
+	queue  queue.Client
+}
+
+func checkQuery(groups []string, name string, tr *modelv1.TimeRange) error {
+	switch {
+	case len(groups) == 0:
+		return status.Error(codes.InvalidArgument, "groups: at least one group is required")
+	case name == "":
+		return status.Error(codes.InvalidArgument, "name is required")
+	case tr.GetBegin() == nil || tr.GetEnd() == nil:
+		return status.Error(codes.InvalidArgument, "time_range: begin and end are required")
+	case !tr.GetBegin().AsTime().Before(tr.GetEnd().AsTime()):
+		return status.Error(codes.InvalidArgument, "time_range: begin must be before end")
+	}
+	return nil
+}
+
+// scatter sends payload to every node holding group and returns their
+// replies. A node that cannot answer fails the query: a partial answer
+// would silently hide acknowledged writes.
+func (q *querier) scatter(ctx context.Context, topic queue.Topic, group string, payload []byte) ([][]byte, error) {
+	replies, err := q.queue.Broadcast(ctx, topic, group, payload)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "query group %q: %v", group, err)
+	}
+	out := make([][]byte, 0, len(replies))
+	for _, r := range replies {
+		if r.Err != nil {
+			code := codes.Unavailable
+			if errors.Is(r.Err, queue.ErrInvalidMessage) {
+				code = codes.InvalidArgument
+			}
+			return nil, status.Errorf(code, "query group %q on node %s: %v", group, r.Node, r.Err)
+		}
+		out = append(out, r.Payload)
+	}
+	return out, nil
+}
+
+// page applies offset and limit to merged, ordered results.
+func page[T any](items []T, offset, limit, defaultLimit uint32) []T {
+	if limit == 0 {
+		limit = defaultLimit
+	}
+	if uint64(offset) >= uint64(len(items)) {
+		return nil
+	}
+	items = items[offset:]
+	return items[:min(uint64(limit), uint64(len(items)))]
+}
+
+func timeOrder(desc bool) func(a, b int64) int {
+	if desc {
+		return func(a, b int64) int { return cmp.Compare(b, a) }
+	}
+	return cmp.Compare[int64]
+}
+
+// Query implements StreamService.Query.
+func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (*streamv1.QueryResponse, error) {
+	if err := checkQuery(req.GetGroups(), req.GetName(), req.GetTimeRange()); err != nil {
+		return nil, err
+	}
+	if req.GetOrderBy().GetIndexRuleName() != "" {
+		return nil, status.Error(codes.Unimplemented, "order_by.index_rule_name: only ordering by time is supported")
+	}
+	snap := s.schema.snapshot()
+	type keyed struct {
+		key uint64
+		ts  int64
+		el  *streamv1.Element
+	}
+	var all []keyed
+	seen := map[uint64]bool{}
+	for _, g := range req.GetGroups() {
+		l := snap.streams[nameKey{g, req.GetName()}]
+		if l == nil {
+			return nil, status.Errorf(codes.NotFound, "stream %s/%s does not exist", g, req.GetName())
+		}
+		one := proto.CloneOf(req)
+		one.Groups = []string{g}
+		payload, err := proto.Marshal(&clusterv1.StreamQuery{Request: one, Schema: l.schema})
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "encode query: %v", err)
+		}
+		replies, err := s.query.scatter(ctx, queue.TopicStreamQuery, g, payload)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range replies {
+			var resp streamv1.QueryResponse
+			if err := proto.Unmarshal(r, &resp); err != nil {
+				return nil, status.Errorf(codes.Internal, "decode a data node's answer: %v", err)
+			}
+			for _, el := range resp.GetElements() {
+				// A replica or a redelivered write shows up once per copy;
+				// identical elements are one element.
+				b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(el)
+				k := xxhash.Sum64(append(b, g...))
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
+				all = append(all, keyed{key: k, ts: el.GetTimestamp().AsTime().UnixNano(), el: el})
+			}
+		}
+	}
+	byTime := timeOrder(req.GetOrderBy().GetSort() == modelv1.Sort_SORT_DESC)
+	slices.SortStableFunc(all, func(a, b keyed) int {
+		if c := byTime(a.ts, b.ts); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.el.GetElementId(), b.el.GetElementId())
+	})
+	all = page(all, req.GetOffset(), req.GetLimit(), storage.DefaultStreamLimit)
+	resp := &streamv1.QueryResponse{Elements: make([]*streamv1.Element, len(all))}
+	for i, k := range all {
+		resp.Elements[i] = k.el
+	}
+	return resp, nil
+}
+
+// Query implements MeasureService.Query.
+func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest) (*measurev1.QueryResponse, error) {
+	if err := checkQuery(req.GetGroups(), req.GetName(), req.GetTimeRange()); err != nil {
+		return nil, err
+	}
+	switch {
+	case req.GetGroupBy() != nil, req.GetAgg() != nil, req.GetTop() != nil:
+		return nil, status.Error(codes.Unimplemented, "group_by, agg and top are not supported")
+	case req.GetOrderBy().GetIndexRuleName() != "":
+		return nil, status.Error(codes.Unimplemented, "order_by.index_rule_name: only ordering by time is supported")
+	}
+	snap := s.schema.snapshot()
+	type seriesTime struct {
+		group string
+		sid   uint64
+		ts    int64
+	}
+	latest := map[seriesTime]*measurev1.DataPoint{}
+	for _, g := range req.GetGroups() {
+		l := snap.measures[nameKey{g, req.GetName()}]
+		if l == nil {
+			return nil, status.Errorf(codes.NotFound, "measure %s/%s does not exist", g, req.GetName())
+		}
+		one := proto.CloneOf(req)
+		one.Groups = []string{g}
+		payload, err := proto.Marshal(&clusterv1.MeasureQuery{Request: one, Schema: l.schema})
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "encode query: %v", err)
+		}
+		replies, err := s.query.scatter(ctx, queue.TopicMeasureQuery, g, payload)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range replies {
+			var resp measurev1.QueryResponse
+			if err := proto.Unmarshal(r, &resp); err != nil {
+				return nil, status.Errorf(codes.Internal, "decode a data node's answer: %v", err)
+			}
+			for _, dp := range resp.GetDataPoints() {
+				// A point is identified by its series and time; of two
+				// copies the higher version wins, as in storage.
+				k := seriesTime{g, dp.GetSid(), dp.GetTimestamp().AsTime().UnixNano()}
+				if prev, ok := latest[k]; !ok || dp.GetVersion() > prev.GetVersion() {
+					latest[k] = dp
+				}
+			}
+		}
+	}
+	type keyed struct {
+		k  seriesTime
+		dp *measurev1.DataPoint
+	}
+	all := make([]keyed, 0, len(latest))
+	for k, dp := range latest {
+		all = append(all, keyed{k, dp})
+	}
+	byTime := timeOrder(req.GetOrderBy().GetSort() == modelv1.Sort_SORT_DESC)
+	slices.SortFunc(all, func(a, b keyed) int {
+		if c := byTime(a.k.ts, b.k.ts); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.k.group, b.k.group), cmp.Compare(a.k.sid, b.k.sid))
+	})
+	all = page(all, req.GetOffset(), req.GetLimit(), storage.DefaultMeasureLimit)
+	resp := &measurev1.QueryResponse{DataPoints: make([]*measurev1.DataPoint, len(all))}
+	for i, k := range all {
+		resp.DataPoints[i] = k.dp
+	}
+	return resp, nil
+}
+

@@ -1,0 +1,107 @@
+package liaison
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+
+	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
+	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	"github.com/banyand-io/banyand/pkg/queue"
+)
+
+// pendingWrite is one client message on its way to an answer: either
+// already failed (err set) or waiting for the data node's ack (future set).
+type pendingWrite struct {
+	messageID uint64
+	metadata  *commonv1.Metadata
+	future    queue.Future
+	err       *writeError
+}
+
+// maxPendingPerStream bounds how many messages of one client stream may be
+// waiting for acks. When it is full the receive loop stops reading, so a
+// client that writes faster than acks arrive is slowed by gRPC flow control
+// rather than growing the liaison's memory.
+const maxPendingPerStream = 8192
+
+// writeSession runs one client Write stream. The receive loop (the RPC's
+// goroutine) validates and publishes; the answer loop owns Send and answers
+// every message in arrival order once its fate is known.
+type writeSession[Req any] struct {
+	logger  *slog.Logger
+	recv    func() (Req, error)
+	send    func(p pendingWrite, status modelv1.Status) error
+	handle  func(ctx context.Context, req Req, pub queue.BatchPublisher) pendingWrite
+	publish queue.BatchPublisher
+}
+
+func (s *writeSession[Req]) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pending := make(chan pendingWrite, maxPendingPerStream)
+	answered := make(chan error, 1)
+	go func() { answered <- s.answer(ctx, pending) }()
+
+	var recvErr error
+	for {
+		req, err := s.recv()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				recvErr = err
+			}
+			break
+		}
+		p := s.handle(ctx, req, s.publish)
+		select {
+		case pending <- p:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	close(pending)
+	// The answer loop resolves everything already published before the
+	// stream ends, so a client that half-closes still gets every status.
+	sendErr := <-answered
+	// Close waits for any ack the answer loop abandoned on a send error.
+	_ = s.publish.Close()
+	if recvErr != nil {
+		return recvErr
+	}
+	return sendErr
+}
+
+func (s *writeSession[Req]) answer(ctx context.Context, pending <-chan pendingWrite) error {
+	var sendErr error
+	for p := range pending {
+		if sendErr != nil {
+			continue // keep draining so the receive loop never blocks
+		}
+		status := modelv1.Status_STATUS_SUCCEED
+		switch {
+		case p.err != nil:
+			status = p.err.status
+		case p.future != nil:
+			if err := p.future.Get(ctx); err != nil {
+				status = statusOf(err)
+				s.logger.Debug("write failed", "message_id", p.messageID, "error", err)
+			}
+		}
+		if p.err != nil && p.err.status != modelv1.Status_STATUS_SUCCEED {
+			s.logger.Debug("write rejected", "message_id", p.messageID, "status", p.err.status, "reason", p.err.reason)
+		}
+		sendErr = s.send(p, status)
+	}
+	return sendErr
+}
+
+// statusOf maps a publish failure to the status the client sees.
+func statusOf(err error) modelv1.Status {
+	if errors.Is(err, queue.ErrInvalidMessage) {
+		return modelv1.Status_STATUS_INVALID_ARGUMENT
+	}
+	return modelv1.Status_STATUS_INTERNAL_ERROR
+}

@@ -1,0 +1,88 @@
+package roles
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/banyand-io/banyand/banyand/liaison"
+	"github.com/banyand-io/banyand/pkg/registry"
+)
+
+// schemaWatch keeps a SchemaCache in step with the registry. Start returns
+// once the cache holds a full snapshot, so the services behind it never
+// answer NOT_FOUND for a schema that exists but was not loaded yet.
+type schemaWatch struct {
+	watcher registry.Watcher
+	cache   *liaison.SchemaCache
+	logger  *slog.Logger
+
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func (w *schemaWatch) Name() string { return "schema-watch" }
+
+func (w *schemaWatch) Start(ctx context.Context) error {
+	wctx, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	w.done = make(chan error, 1)
+	go func() { w.done <- w.watcher.Watch(wctx, w.cache) }()
+	select {
+	case <-w.cache.Ready():
+		return nil
+	case err := <-w.done:
+		cancel()
+		return fmt.Errorf("schema watch ended before the first snapshot: %w", err)
+	case <-ctx.Done():
+		cancel()
+		<-w.done
+		return fmt.Errorf("waiting for the schema snapshot: %w", ctx.Err())
+	}
+}
+
+func (w *schemaWatch) Stop(ctx context.Context) error {
+	w.cancel()
+	select {
+	case err := <-w.done:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// funcComponent adapts closures to run's optional interfaces.
+type funcComponent struct {
+	name  string
+	start func(ctx context.Context) error
+	stop  func(ctx context.Context) error
+}
+
+func (c *funcComponent) Name() string { return c.name }
+
+func (c *funcComponent) Start(ctx context.Context) error {
+	if c.start == nil {
+		return nil
+	}
+	return c.start(ctx)
+}
+
+func (c *funcComponent) Stop(ctx context.Context) error {
+	if c.stop == nil {
+		return nil
+	}
+	return c.stop(ctx)
+}
+
+// defaultTimeout gives a stop without a deadline one.
+func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}

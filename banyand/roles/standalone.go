@@ -1,0 +1,100 @@
+package roles
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/pflag"
+	"google.golang.org/grpc"
+
+	"github.com/banyand-io/banyand/banyand/liaison"
+	"github.com/banyand-io/banyand/banyand/metadata"
+	"github.com/banyand-io/banyand/banyand/storage"
+	"github.com/banyand-io/banyand/pkg/queue"
+	"github.com/banyand-io/banyand/pkg/registry/local"
+	"github.com/banyand-io/banyand/pkg/run"
+)
+
+// Standalone runs liaison and storage in one process: the local schema
+// registry, the storage engine and the liaison services joined by the
+// in-process queue. No etcd, no network hop between them.
+type Standalone struct {
+	server   serverFlags
+	DataPath string
+
+	// Addr reports the client address once started (tests use port 0).
+	grpc *grpcServer
+}
+
+// RegisterFlags implements cli.Role.
+func (s *Standalone) RegisterFlags(fs *pflag.FlagSet) {
+	s.server.register(fs, DefaultClientAddr)
+	fs.StringVar(&s.DataPath, "data-path", DefaultDataPath, "directory for the schema registry and the data")
+}
+
+// Validate implements cli.Role.
+func (s *Standalone) Validate() error {
+	var errs []error
+	errs = append(errs, s.server.validate())
+	if s.DataPath == "" {
+		errs = append(errs, errors.New("--data-path is required"))
+	}
+	return errors.Join(errs...)
+}
+
+// SetDefaults fills what flags would, for callers that build the role in
+// code (tests); addr "" keeps the default.
+func (s *Standalone) SetDefaults(addr, dataPath string) {
+	fs := pflag.NewFlagSet("standalone", pflag.ContinueOnError)
+	s.RegisterFlags(fs)
+	if addr != "" {
+		s.server.GRPCAddr = addr
+	}
+	s.DataPath = dataPath
+}
+
+// ClientAddr is the bound client address; empty before the role started.
+func (s *Standalone) ClientAddr() string {
+	if s.grpc == nil {
+		return ""
+	}
+	return s.grpc.Addr()
+}
+
+// Components implements cli.Role.
+func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
+	reg := local.New(local.Config{Dir: registryDir(s.DataPath)}, logger.With("component", "registry"))
+	q := queue.NewLocal(queue.LocalConfig{NodeName: "standalone"})
+	cache := liaison.NewSchemaCache(logger.With("component", "schema"), nil)
+	store := storage.New(storage.Config{Dir: storageDir(s.DataPath)}, cache, logger)
+	services := liaison.NewServices(liaison.WriteConfig{AckTimeout: s.server.AckTimeout}, liaison.Deps{
+		Logger: logger.With("component", "liaison"), Schema: cache, Queue: q,
+	})
+	meta := metadata.New(reg)
+	s.grpc = newGRPCServer("client-grpc", s.server.GRPCAddr, logger, s.server.clientServerOptions(), func(srv *grpc.Server) {
+		meta.Register(srv)
+		services.Register(srv)
+	})
+	return []run.Component{
+		reg,
+		store,
+		&funcComponent{
+			name:  "local-queue",
+			start: func(context.Context) error { return store.Subscribe(q) },
+			stop: func(ctx context.Context) error {
+				ctx, cancel := withDefaultTimeout(ctx, 10*time.Second)
+				defer cancel()
+				if err := q.Stop(ctx); err != nil {
+					return fmt.Errorf("local queue: %w", err)
+				}
+				return nil
+			},
+		},
+		&schemaWatch{watcher: reg, cache: cache, logger: logger},
+		&retention{store: store, ttls: cache.TTLs, logger: logger},
+		s.grpc,
+	}, nil
+}

@@ -1,0 +1,252 @@
+package storage
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"slices"
+
+	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	"github.com/banyand-io/banyand/pkg/route"
+)
+
+// predicate reports whether a stored value's tags match the criteria.
+type predicate func(tfs []*modelv1.TagFamilyForWrite) bool
+
+// compiled is a query's criteria, resolved against the schema.
+type compiled struct {
+	// match is nil when there are no criteria.
+	match predicate
+	// eq holds the EQ conditions every match must satisfy (those reached
+	// from the root through AND only), by tag name: enough to compute the
+	// series key when they cover the entity.
+	eq map[string]*modelv1.TagValue
+}
+
+// compileCriteria resolves c against l. Conditions on unknown tags are
+// invalid; operators this engine does not evaluate are ErrUnimplemented.
+func compileCriteria(c *modelv1.Criteria, l *tagLayout) (compiled, error) {
+	out := compiled{eq: make(map[string]*modelv1.TagValue)}
+	if c == nil || c.GetExp() == nil {
+		return out, nil
+	}
+	p, err := compileNode(c, l, out.eq, true)
+	if err != nil {
+		return compiled{}, err
+	}
+	out.match = p
+	return out, nil
+}
+
+func compileNode(c *modelv1.Criteria, l *tagLayout, eq map[string]*modelv1.TagValue, andPath bool) (predicate, error) {
+	switch e := c.GetExp().(type) {
+	case nil:
+		return nil, nil
+	case *modelv1.Criteria_Condition:
+		return compileCondition(e.Condition, l, eq, andPath)
+	case *modelv1.Criteria_Le:
+		op := e.Le.GetOp()
+		if op != modelv1.LogicalExpression_LOGICAL_OP_AND && op != modelv1.LogicalExpression_LOGICAL_OP_OR {
+			return nil, fmt.Errorf("%w: logical operator %v", errInvalidQuery, op)
+		}
+		sub := andPath && op == modelv1.LogicalExpression_LOGICAL_OP_AND
+		var left, right predicate
+		var err error
+		if e.Le.GetLeft() != nil {
+			if left, err = compileNode(e.Le.GetLeft(), l, eq, sub); err != nil {
+				return nil, err
+			}
+		}
+		if e.Le.GetRight() != nil {
+			if right, err = compileNode(e.Le.GetRight(), l, eq, sub); err != nil {
+				return nil, err
+			}
+		}
+		// A missing side places no constraint.
+		switch {
+		case left == nil:
+			return right, nil
+		case right == nil:
+			return left, nil
+		case op == modelv1.LogicalExpression_LOGICAL_OP_AND:
+			return func(t []*modelv1.TagFamilyForWrite) bool { return left(t) && right(t) }, nil
+		default:
+			return func(t []*modelv1.TagFamilyForWrite) bool { return left(t) || right(t) }, nil
+		}
+	default:
+		return nil, fmt.Errorf("%w: criteria %T", ErrUnimplemented, e)
+	}
+}
+
+func compileCondition(c *modelv1.Condition, l *tagLayout, eq map[string]*modelv1.TagValue, andPath bool) (predicate, error) {
+	ref, err := l.tag(c.GetName())
+	if err != nil {
+		return nil, err
+	}
+	want := c.GetValue()
+	if want.GetValue() == nil {
+		return nil, fmt.Errorf("%w: condition on %q has no value", errInvalidQuery, c.GetName())
+	}
+	switch op := c.GetOp(); op {
+	case modelv1.Condition_BINARY_OP_EQ:
+		if andPath {
+			if _, seen := eq[ref.name]; !seen {
+				eq[ref.name] = want
+			}
+		}
+		return func(t []*modelv1.TagFamilyForWrite) bool { return tagEqual(lookup(t, ref), want) }, nil
+	case modelv1.Condition_BINARY_OP_NE:
+		return func(t []*modelv1.TagFamilyForWrite) bool { return !tagEqual(lookup(t, ref), want) }, nil
+	case modelv1.Condition_BINARY_OP_LT, modelv1.Condition_BINARY_OP_GT,
+		modelv1.Condition_BINARY_OP_LE, modelv1.Condition_BINARY_OP_GE:
+		switch want.GetValue().(type) {
+		case *modelv1.TagValue_Int, *modelv1.TagValue_Str, *modelv1.TagValue_Timestamp:
+		default:
+			return nil, fmt.Errorf("%w: %v on a %s value (only int, string and timestamp order)", ErrUnimplemented, op, kindName(want))
+		}
+		accept := orderAccepts(op)
+		return func(t []*modelv1.TagFamilyForWrite) bool {
+			c, ok := tagCompare(lookup(t, ref), want)
+			return ok && accept(c)
+		}, nil
+	case modelv1.Condition_BINARY_OP_UNSPECIFIED:
+		return nil, fmt.Errorf("%w: condition on %q has no operator", errInvalidQuery, c.GetName())
+	default:
+		return nil, fmt.Errorf("%w: condition operator %v", ErrUnimplemented, op)
+	}
+}
+
+func orderAccepts(op modelv1.Condition_BinaryOp) func(int) bool {
+	switch op {
+	case modelv1.Condition_BINARY_OP_LT:
+		return func(c int) bool { return c < 0 }
+	case modelv1.Condition_BINARY_OP_GT:
+		return func(c int) bool { return c > 0 }
+	case modelv1.Condition_BINARY_OP_LE:
+		return func(c int) bool { return c <= 0 }
+	default:
+		return func(c int) bool { return c >= 0 }
+	}
+}
+
+// tagEqual compares a stored value (nil is null) with a query value. Values
+// of different types are never equal.
+func tagEqual(got, want *modelv1.TagValue) bool {
+	switch w := want.GetValue().(type) {
+	case *modelv1.TagValue_Null:
+		return got.GetValue() == nil || isNull(got)
+	case *modelv1.TagValue_Str:
+		g, ok := got.GetValue().(*modelv1.TagValue_Str)
+		return ok && g.Str.GetValue() == w.Str.GetValue()
+	case *modelv1.TagValue_Int:
+		g, ok := got.GetValue().(*modelv1.TagValue_Int)
+		return ok && g.Int.GetValue() == w.Int.GetValue()
+	case *modelv1.TagValue_StrArray:
+		g, ok := got.GetValue().(*modelv1.TagValue_StrArray)
+		return ok && slices.Equal(g.StrArray.GetValue(), w.StrArray.GetValue())
+	case *modelv1.TagValue_IntArray:
+		g, ok := got.GetValue().(*modelv1.TagValue_IntArray)
+		return ok && slices.Equal(g.IntArray.GetValue(), w.IntArray.GetValue())
+	case *modelv1.TagValue_BinaryData:
+		g, ok := got.GetValue().(*modelv1.TagValue_BinaryData)
+		return ok && bytes.Equal(g.BinaryData, w.BinaryData)
+	case *modelv1.TagValue_Timestamp:
+		g, ok := got.GetValue().(*modelv1.TagValue_Timestamp)
+		return ok && g.Timestamp.GetSeconds() == w.Timestamp.GetSeconds() && g.Timestamp.GetNanos() == w.Timestamp.GetNanos()
+	}
+	return false
+}
+
+func isNull(v *modelv1.TagValue) bool {
+	_, ok := v.GetValue().(*modelv1.TagValue_Null)
+	return ok
+}
+
+// tagCompare orders a stored value against a query value of the same
+// scalar type; ok is false when the types differ (no match).
+func tagCompare(got, want *modelv1.TagValue) (c int, ok bool) {
+	switch w := want.GetValue().(type) {
+	case *modelv1.TagValue_Int:
+		if g, ok := got.GetValue().(*modelv1.TagValue_Int); ok {
+			return cmp.Compare(g.Int.GetValue(), w.Int.GetValue()), true
+		}
+	case *modelv1.TagValue_Str:
+		if g, ok := got.GetValue().(*modelv1.TagValue_Str); ok {
+			return cmp.Compare(g.Str.GetValue(), w.Str.GetValue()), true
+		}
+	case *modelv1.TagValue_Timestamp:
+		if g, ok := got.GetValue().(*modelv1.TagValue_Timestamp); ok {
+			if c := cmp.Compare(g.Timestamp.GetSeconds(), w.Timestamp.GetSeconds()); c != 0 {
+				return c, true
+			}
+			return cmp.Compare(g.Timestamp.GetNanos(), w.Timestamp.GetNanos()), true
+		}
+	}
+	return 0, false
+}
+
+func kindName(v *modelv1.TagValue) string {
+	switch v.GetValue().(type) {
+	case *modelv1.TagValue_Null:
+		return "null"
+	case *modelv1.TagValue_Str:
+		return "string"
+	case *modelv1.TagValue_Int:
+		return "int"
+	case *modelv1.TagValue_StrArray:
+		return "string array"
+	case *modelv1.TagValue_IntArray:
+		return "int array"
+	case *modelv1.TagValue_BinaryData:
+		return "binary"
+	case *modelv1.TagValue_Timestamp:
+		return "timestamp"
+	}
+	return "empty"
+}
+
+// EntityValue converts a tag value to its series-key form. It must agree
+// with the liaison's conversion when it computes series keys for writes:
+// null, str, int, str array, int array and binary map to the route kind of
+// the same name, and a timestamp to route.TimestampValue (Unix nanoseconds).
+func EntityValue(v *modelv1.TagValue) (route.EntityValue, error) {
+	switch x := v.GetValue().(type) {
+	case *modelv1.TagValue_Null:
+		return route.NullValue(), nil
+	case *modelv1.TagValue_Str:
+		return route.StrValue(x.Str.GetValue()), nil
+	case *modelv1.TagValue_Int:
+		return route.IntValue(x.Int.GetValue()), nil
+	case *modelv1.TagValue_StrArray:
+		return route.StrArrayValue(x.StrArray.GetValue()...), nil
+	case *modelv1.TagValue_IntArray:
+		return route.IntArrayValue(x.IntArray.GetValue()...), nil
+	case *modelv1.TagValue_BinaryData:
+		return route.BytesValue(x.BinaryData), nil
+	case *modelv1.TagValue_Timestamp:
+		return route.TimestampValue(x.Timestamp.AsTime()), nil
+	}
+	return route.EntityValue{}, fmt.Errorf("tag value has no value")
+}
+
+// seriesKey computes the series key of name when eq fixes every entity tag;
+// ok is false when it does not (the query must scan every series).
+func seriesKey(name string, entity []string, eq map[string]*modelv1.TagValue) (key []byte, ok bool) {
+	if len(entity) == 0 {
+		return nil, false
+	}
+	vals := make([]route.EntityValue, len(entity))
+	for i, tag := range entity {
+		v, found := eq[tag]
+		if !found {
+			return nil, false
+		}
+		ev, err := EntityValue(v)
+		if err != nil {
+			return nil, false
+		}
+		vals[i] = ev
+	}
+	key, err := route.AppendSeriesKey(nil, name, vals)
+	return key, err == nil
+}

@@ -1,0 +1,200 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
+	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
+	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	"github.com/banyand-io/banyand/banyand/storage/tsdb"
+)
+
+// QueryStream answers a stream query against this node's data: elements of
+// request.name in the request's groups with a timestamp in [begin, end)
+// that match the criteria, projected, ordered by time (ascending unless
+// SORT_DESC) and cut to the first offset+limit (limit 0 means
+// DefaultStreamLimit). The offset is not skipped here: the liaison merges
+// the replies of several nodes and skips it once.
+//
+// When the criteria fix every entity tag with EQ under AND, the query
+// seeks straight to that series; otherwise it scans every series of the
+// segments the time range overlaps.
+func (s *Store) QueryStream(ctx context.Context, q *clusterv1.StreamQuery) (*streamv1.QueryResponse, error) {
+	return s.queryStream(ctx, q, false)
+}
+
+func (s *Store) queryStream(ctx context.Context, q *clusterv1.StreamQuery, forceScan bool) (*streamv1.QueryResponse, error) {
+	resp, err := s.doQueryStream(ctx, q, forceScan)
+	return resp, queryError(err)
+}
+
+func (s *Store) doQueryStream(ctx context.Context, q *clusterv1.StreamQuery, forceScan bool) (*streamv1.QueryResponse, error) {
+	req, schema := q.GetRequest(), q.GetSchema()
+	if req == nil || schema == nil {
+		return nil, fmt.Errorf("%w: stream query needs a request and a schema", errInvalidQuery)
+	}
+	p := &plan{kind: tsdb.KindStream}
+	if err := p.common(req.GetGroups(), req.GetName(), req.GetTimeRange(), req.GetOrderBy(),
+		req.GetOffset(), req.GetLimit(), DefaultStreamLimit); err != nil {
+		return nil, err
+	}
+	layout := newTagLayout(schema.GetTagFamilies())
+	crit, err := compileCriteria(req.GetCriteria(), layout)
+	if err != nil {
+		return nil, err
+	}
+	proj, err := layout.projection(req.GetProjection())
+	if err != nil {
+		return nil, err
+	}
+	if !forceScan {
+		p.series, _ = seriesKey(p.name, schema.GetEntity().GetTagNames(), crit.eq)
+	}
+	if crit.match != nil {
+		var ev streamv1.ElementValue
+		p.match = func(payload []byte) (bool, error) {
+			ev.Reset()
+			if err := proto.Unmarshal(payload, &ev); err != nil {
+				return false, fmt.Errorf("storage: stored element does not decode: %w", err)
+			}
+			return crit.match(ev.GetTagFamilies()), nil
+		}
+	}
+	hits, err := s.run(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	resp := &streamv1.QueryResponse{Elements: make([]*streamv1.Element, 0, len(hits))}
+	for _, h := range hits {
+		var ev streamv1.ElementValue
+		if err := proto.Unmarshal(h.payload, &ev); err != nil {
+			return nil, fmt.Errorf("storage: stored element does not decode: %w", err)
+		}
+		resp.Elements = append(resp.Elements, &streamv1.Element{
+			ElementId:   string(h.eid),
+			Timestamp:   timestampOf(ev.GetTimestamp(), h.ts),
+			TagFamilies: proj.project(ev.GetTagFamilies()),
+		})
+	}
+	return resp, nil
+}
+
+// QueryMeasure is QueryStream for measures (limit 0 means
+// DefaultMeasureLimit): data points with the projected tags and fields, their
+// version, and sid = xxhash64 of the series key. Group by, aggregation and
+// top-N are ErrUnimplemented: the liaison would have to combine them across
+// nodes anyway.
+func (s *Store) QueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery) (*measurev1.QueryResponse, error) {
+	return s.queryMeasure(ctx, q, false)
+}
+
+func (s *Store) queryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, forceScan bool) (*measurev1.QueryResponse, error) {
+	resp, err := s.doQueryMeasure(ctx, q, forceScan)
+	return resp, queryError(err)
+}
+
+func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, forceScan bool) (*measurev1.QueryResponse, error) {
+	req, schema := q.GetRequest(), q.GetSchema()
+	if req == nil || schema == nil {
+		return nil, fmt.Errorf("%w: measure query needs a request and a schema", errInvalidQuery)
+	}
+	switch {
+	case req.GetGroupBy() != nil:
+		return nil, fmt.Errorf("%w: measure group by", ErrUnimplemented)
+	case req.GetAgg() != nil:
+		return nil, fmt.Errorf("%w: measure aggregation", ErrUnimplemented)
+	case req.GetTop() != nil:
+		return nil, fmt.Errorf("%w: measure top-N", ErrUnimplemented)
+	}
+	p := &plan{kind: tsdb.KindMeasure}
+	if err := p.common(req.GetGroups(), req.GetName(), req.GetTimeRange(), req.GetOrderBy(),
+		req.GetOffset(), req.GetLimit(), DefaultMeasureLimit); err != nil {
+		return nil, err
+	}
+	layout := newTagLayout(schema.GetTagFamilies())
+	crit, err := compileCriteria(req.GetCriteria(), layout)
+	if err != nil {
+		return nil, err
+	}
+	proj, err := layout.projection(req.GetTagProjection())
+	if err != nil {
+		return nil, err
+	}
+	fields := make([]int, 0, len(req.GetFieldProjection().GetNames()))
+	for _, name := range req.GetFieldProjection().GetNames() {
+		fi := -1
+		for i, f := range schema.GetFields() {
+			if f.GetName() == name {
+				fi = i
+				break
+			}
+		}
+		if fi < 0 {
+			return nil, fmt.Errorf("%w: unknown field %q in projection", errInvalidQuery, name)
+		}
+		fields = append(fields, fi)
+	}
+	if !forceScan {
+		p.series, _ = seriesKey(p.name, schema.GetEntity().GetTagNames(), crit.eq)
+	}
+	if crit.match != nil {
+		var dp measurev1.DataPointValue
+		p.match = func(payload []byte) (bool, error) {
+			dp.Reset()
+			if err := proto.Unmarshal(payload, &dp); err != nil {
+				return false, fmt.Errorf("storage: stored data point does not decode: %w", err)
+			}
+			return crit.match(dp.GetTagFamilies()), nil
+		}
+	}
+	hits, err := s.run(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	resp := &measurev1.QueryResponse{DataPoints: make([]*measurev1.DataPoint, 0, len(hits))}
+	for _, h := range hits {
+		var dp measurev1.DataPointValue
+		if err := proto.Unmarshal(h.payload, &dp); err != nil {
+			return nil, fmt.Errorf("storage: stored data point does not decode: %w", err)
+		}
+		out := &measurev1.DataPoint{
+			Timestamp:   timestampOf(dp.GetTimestamp(), h.ts),
+			TagFamilies: proj.project(dp.GetTagFamilies()),
+			Sid:         h.hash,
+			Version:     h.version,
+		}
+		if len(fields) > 0 {
+			out.Fields = make([]*measurev1.DataPoint_Field, len(fields))
+			for i, fi := range fields {
+				out.Fields[i] = &measurev1.DataPoint_Field{
+					Name:  schema.GetFields()[fi].GetName(),
+					Value: fieldAt(dp.GetFields(), fi),
+				}
+			}
+		}
+		resp.DataPoints = append(resp.DataPoints, out)
+	}
+	return resp, nil
+}
+
+// fieldAt returns the stored field i, or null when the write had none.
+func fieldAt(fields []*modelv1.FieldValue, i int) *modelv1.FieldValue {
+	if i < len(fields) && fields[i].GetValue() != nil {
+		return fields[i]
+	}
+	return &modelv1.FieldValue{Value: &modelv1.FieldValue_Null{Null: structpb.NullValue_NULL_VALUE}}
+}
+
+func timestampOf(stored *timestamppb.Timestamp, nanos int64) *timestamppb.Timestamp {
+	if stored != nil {
+		return stored
+	}
+	return timestamppb.New(time.Unix(0, nanos))
+}

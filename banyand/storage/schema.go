@@ -1,0 +1,142 @@
+package storage
+
+import (
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
+	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
+	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+)
+
+// IntervalDuration converts a group's segment_interval or ttl to a
+// duration; ok is false for a missing or unspecified rule.
+func IntervalDuration(r *commonv1.IntervalRule) (d time.Duration, ok bool) {
+	if r == nil || r.GetNum() == 0 {
+		return 0, false
+	}
+	switch r.GetUnit() {
+	case commonv1.IntervalRule_UNIT_HOUR:
+		return time.Duration(r.GetNum()) * time.Hour, true
+	case commonv1.IntervalRule_UNIT_DAY:
+		return time.Duration(r.GetNum()) * 24 * time.Hour, true
+	default:
+		return 0, false
+	}
+}
+
+// tagRef locates a tag in stored values: written tag values are positional,
+// family by family, in the schema's order.
+type tagRef struct {
+	family, tag int
+	name        string
+}
+
+// tagLayout resolves tag names of one stream or measure schema.
+type tagLayout struct {
+	families []*databasev1.TagFamilySpec
+	byName   map[string]tagRef
+}
+
+func newTagLayout(families []*databasev1.TagFamilySpec) *tagLayout {
+	l := &tagLayout{families: families, byName: make(map[string]tagRef)}
+	for fi, f := range families {
+		for ti, t := range f.GetTags() {
+			// Tag names are unique across families in a BanyanDB schema; a
+			// condition names a tag without its family.
+			if _, dup := l.byName[t.GetName()]; !dup {
+				l.byName[t.GetName()] = tagRef{family: fi, tag: ti, name: t.GetName()}
+			}
+		}
+	}
+	return l
+}
+
+func (l *tagLayout) tag(name string) (tagRef, error) {
+	r, ok := l.byName[name]
+	if !ok {
+		return tagRef{}, fmt.Errorf("%w: unknown tag %q", errInvalidQuery, name)
+	}
+	return r, nil
+}
+
+// projection is the resolved tag projection: output families in request order.
+type projection struct {
+	families []projectedFamily
+}
+
+type projectedFamily struct {
+	name string
+	tags []tagRef
+}
+
+func (l *tagLayout) projection(p *modelv1.TagProjection) (projection, error) {
+	var out projection
+	for _, pf := range p.GetTagFamilies() {
+		fi := -1
+		for i, f := range l.families {
+			if f.GetName() == pf.GetName() {
+				fi = i
+				break
+			}
+		}
+		if fi < 0 {
+			return projection{}, fmt.Errorf("%w: unknown tag family %q in projection", errInvalidQuery, pf.GetName())
+		}
+		fam := projectedFamily{name: pf.GetName()}
+		for _, name := range pf.GetTags() {
+			ti := -1
+			for i, t := range l.families[fi].GetTags() {
+				if t.GetName() == name {
+					ti = i
+					break
+				}
+			}
+			if ti < 0 {
+				return projection{}, fmt.Errorf("%w: unknown tag %q in family %q of projection", errInvalidQuery, name, pf.GetName())
+			}
+			fam.tags = append(fam.tags, tagRef{family: fi, tag: ti, name: name})
+		}
+		out.families = append(out.families, fam)
+	}
+	return out, nil
+}
+
+func nullTag() *modelv1.TagValue {
+	return &modelv1.TagValue{Value: &modelv1.TagValue_Null{Null: structpb.NullValue_NULL_VALUE}}
+}
+
+// lookup returns the stored value of r, or nil (null) when the write had
+// none, e.g. because the tag was added to the schema after the write.
+func lookup(tfs []*modelv1.TagFamilyForWrite, r tagRef) *modelv1.TagValue {
+	if r.family >= len(tfs) {
+		return nil
+	}
+	tags := tfs[r.family].GetTags()
+	if r.tag >= len(tags) || tags[r.tag] == nil || tags[r.tag].GetValue() == nil {
+		return nil
+	}
+	return tags[r.tag]
+}
+
+// project builds the response tag families of one stored value.
+func (p projection) project(tfs []*modelv1.TagFamilyForWrite) []*modelv1.TagFamily {
+	if len(p.families) == 0 {
+		return nil
+	}
+	out := make([]*modelv1.TagFamily, len(p.families))
+	for i, f := range p.families {
+		tags := make([]*modelv1.Tag, len(f.tags))
+		for j, r := range f.tags {
+			v := lookup(tfs, r)
+			if v == nil {
+				v = nullTag()
+			}
+			tags[j] = &modelv1.Tag{Key: r.name, Value: v}
+		}
+		out[i] = &modelv1.TagFamily{Name: f.name, Tags: tags}
+	}
+	return out
+}

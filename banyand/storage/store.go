@@ -1,0 +1,187 @@
+// Package storage is the data node's storage engine: it persists the
+// stream and measure writes the liaison routes to this node, answers the
+// queries it scatters here, and drops data past its group's TTL. It serves
+// the queue's four data topics through queue.Listener implementations; the
+// bytes live in a tsdb.DB (one Pebble database per node).
+//
+// Durability: a write listener returns only after its batch was committed
+// with a synced Pebble write, so an ack means the data survives a crash.
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/banyand-io/banyand/banyand/storage/tsdb"
+	"github.com/banyand-io/banyand/pkg/queue"
+)
+
+// DefaultDir is where data lives when the config names no directory.
+const DefaultDir = "data/storage"
+
+// Errors callers branch on.
+var (
+	// ErrClosed: the store is not open (before Start, or once Stop began).
+	// It wraps queue.ErrClosed, so the subscriber reports it as transient.
+	ErrClosed = fmt.Errorf("storage: store is not open: %w", queue.ErrClosed)
+	// ErrUnimplemented: the query uses a feature this engine does not
+	// support (e.g. MATCH, IN, group by, aggregation).
+	ErrUnimplemented = errors.New("unimplemented")
+)
+
+// Config configures a Store.
+type Config struct {
+	// Dir is the data directory; created if missing.
+	Dir string
+}
+
+// RegisterFlags binds the operator-facing settings to fs.
+func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.Dir, "storage-dir", DefaultDir, "directory holding the data node's stream and measure data")
+}
+
+// Validate reports a config the store cannot open with.
+func (c *Config) Validate() error {
+	if c.Dir == "" {
+		return errors.New("storage: data directory is required")
+	}
+	return nil
+}
+
+// GroupOptions tells the store how a group lays out its data. The storage
+// role backs it with the schema cache; it is read on the write path, so it
+// must be cheap and safe for concurrent use.
+type GroupOptions interface {
+	// SegmentInterval is the group's resource_opts.segment_interval (see
+	// IntervalDuration); 0 for an unknown group means tsdb.DefaultSegmentInterval.
+	SegmentInterval(group string) time.Duration
+}
+
+// SegmentIntervalFunc adapts a function to GroupOptions.
+type SegmentIntervalFunc func(group string) time.Duration
+
+// SegmentInterval calls f.
+func (f SegmentIntervalFunc) SegmentInterval(group string) time.Duration { return f(group) }
+
+// Store is the data node's storage engine. It is safe for concurrent use.
+//
+// Backpressure: the store has no queue of its own. A write call blocks its
+// caller (the subscriber's batch) for one synced commit; concurrent calls
+// commit in parallel and share fsyncs. DropExpired holds new commits back
+// for the duration of its own single commit. Queries hold nothing but an
+// iterator per segment and keep at most offset+limit records in memory.
+type Store struct {
+	cfg    Config
+	groups GroupOptions
+	log    *slog.Logger
+
+	mu sync.Mutex // guards db; operations copy it and never hold mu for I/O
+	db *tsdb.DB
+}
+
+// New allocates a store; Start opens it. A nil groups gives every group the
+// default segment interval; a nil logger means slog.Default().
+func New(cfg Config, groups GroupOptions, logger *slog.Logger) *Store {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Store{cfg: cfg, groups: groups, log: logger.With("component", "storage")}
+}
+
+// Name implements run.Component.
+func (s *Store) Name() string { return "storage" }
+
+// RegisterFlags implements run.FlagRegisterer.
+func (s *Store) RegisterFlags(fs *pflag.FlagSet) { s.cfg.RegisterFlags(fs) }
+
+// Validate implements run.Validator.
+func (s *Store) Validate() error { return s.cfg.Validate() }
+
+// Start opens the data directory (creating it) and loads the segment list.
+func (s *Store) Start(context.Context) error {
+	if err := s.cfg.Validate(); err != nil {
+		return err
+	}
+	if db, _ := s.DB(); db != nil {
+		return errors.New("storage: already started")
+	}
+	opts := tsdb.Options{Logger: s.log}
+	if s.groups != nil {
+		opts.SegmentInterval = s.groups.SegmentInterval
+	}
+	db, err := tsdb.Open(s.cfg.Dir, opts)
+	if err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.db != nil {
+		_ = db.Close(context.Background())
+		return errors.New("storage: already started")
+	}
+	s.db = db
+	s.log.Info("storage opened", "dir", s.cfg.Dir)
+	return nil
+}
+
+// Stop is two-phase: new writes and queries fail with ErrClosed at once,
+// then Stop waits for those in flight until ctx is done and closes the
+// database. If ctx ends first it returns an error counting what was still
+// running; the database is closed when the last of it finishes.
+func (s *Store) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	db := s.db
+	s.db = nil
+	s.mu.Unlock()
+	if db == nil {
+		return nil
+	}
+	if err := db.Close(ctx); err != nil {
+		return fmt.Errorf("storage: stop: %w", err)
+	}
+	s.log.Info("storage closed")
+	return nil
+}
+
+// Close is Stop without a deadline. It is safe to call more than once.
+func (s *Store) Close() error { return s.Stop(context.Background()) }
+
+// DB returns the open database, or ErrClosed.
+func (s *Store) DB() (*tsdb.DB, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.db == nil {
+		return nil, ErrClosed
+	}
+	return s.db, nil
+}
+
+// DropExpired deletes every segment older than its group's TTL (see
+// tsdb.DB.DropExpired); groups missing from ttlByGroup keep their data. The
+// role calls it periodically with TTLs from the schema (IntervalDuration of
+// resource_opts.ttl). It returns how many segments were dropped.
+func (s *Store) DropExpired(now time.Time, ttlByGroup map[string]time.Duration) (int, error) {
+	db, err := s.DB()
+	if err != nil {
+		return 0, err
+	}
+	dropped, err := db.DropExpired(now, ttlByGroup)
+	if err != nil {
+		return 0, fmt.Errorf("storage: %w", mapClosed(err))
+	}
+	return len(dropped), nil
+}
+
+// mapClosed turns the database's closed error into ErrClosed.
+func mapClosed(err error) error {
+	if errors.Is(err, tsdb.ErrClosed) {
+		return ErrClosed
+	}
+	return err
+}

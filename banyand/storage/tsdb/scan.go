@@ -1,0 +1,121 @@
+package tsdb
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Item is one stored record as a scan sees it. Its slices alias the
+// iterator and are valid only during the callback.
+type Item struct {
+	SeriesHash uint64
+	SeriesKey  []byte
+	Timestamp  int64
+	ElementID  []byte // streams only
+	Version    int64  // measures only
+	Payload    []byte // the marshalled ElementValue or DataPointValue
+}
+
+// Scan selects the records ScanSegment visits.
+type Scan struct {
+	Name string
+	// Begin and End bound timestamps to [Begin, End), Unix nanoseconds.
+	Begin, End int64
+	// SeriesKey, when set, restricts the scan to one series: the iterator
+	// seeks straight to it instead of visiting every series.
+	SeriesKey []byte
+}
+
+// checkEvery is how many records a scan visits between checks of ctx.
+const checkEvery = 1024
+
+// SegmentsIn returns the segments of kind and group that overlap
+// [begin, end), oldest first.
+func (db *DB) SegmentsIn(kind Kind, group string, begin, end int64) []Segment {
+	return db.segs.overlapping(kind, group, begin, end)
+}
+
+// ScanSegment calls fn for each record of s.Name in seg whose timestamp is in
+// [s.Begin, s.End), in key order: series hash, then timestamp, then element
+// id. An error from fn stops the scan and is returned as is.
+func (db *DB) ScanSegment(ctx context.Context, seg Segment, s Scan, fn func(*Item) error) error {
+	if err := db.acquire(); err != nil {
+		return err
+	}
+	defer db.release()
+
+	prefix := namePrefix(nil, seg.Kind, seg.Group, seg.Start, s.Name)
+	opts := &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)}
+	var hash uint64
+	if s.SeriesKey != nil {
+		// One series: both bounds sit inside it, so every key is a match on time.
+		hash = SeriesHash(s.SeriesKey)
+		opts.LowerBound = dataKey(bytes.Clone(prefix), hash, s.Begin, "")
+		opts.UpperBound = dataKey(bytes.Clone(prefix), hash, s.End, "")
+	}
+	it, err := db.pdb.NewIterWithContext(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("tsdb: scan %v: %w", seg, err)
+	}
+	err = db.scan(ctx, it, prefix, s, seg.Kind, fn)
+	if cerr := it.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("tsdb: scan %v: %w", seg, cerr)
+	}
+	return err
+}
+
+func (db *DB) scan(ctx context.Context, it *pebble.Iterator, prefix []byte, s Scan, kind Kind, fn func(*Item) error) error {
+	seek := make([]byte, 0, len(prefix)+16)
+	var item Item
+	n := 0
+	for valid := it.SeekGE(dataKey(append(seek[:0], prefix...), 0, s.Begin, "")); valid; {
+		if n++; n%checkEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		k := it.Key()
+		hash, ts, eid, err := keyTail(k[len(prefix):])
+		if err != nil {
+			return fmt.Errorf("tsdb: key %x: %w", k, err)
+		}
+		// Outside the time range: jump to the range of this series or the
+		// next one rather than stepping through every record.
+		if ts < s.Begin {
+			valid = it.SeekGE(dataKey(append(seek[:0], prefix...), hash, s.Begin, ""))
+			continue
+		}
+		if ts >= s.End {
+			if hash == math.MaxUint64 {
+				break
+			}
+			valid = it.SeekGE(dataKey(append(seek[:0], prefix...), hash+1, s.Begin, ""))
+			continue
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("tsdb: read %x: %w", k, err)
+		}
+		item = Item{SeriesHash: hash, Timestamp: ts, ElementID: eid}
+		if kind == KindStream {
+			item.SeriesKey, item.Payload, err = parseStreamValue(v)
+		} else {
+			item.Version, item.SeriesKey, item.Payload, err = parseMeasureValue(v)
+		}
+		if err != nil {
+			return fmt.Errorf("tsdb: value of %x: %w", k, err)
+		}
+		// A different series with the same hash: not ours.
+		if s.SeriesKey == nil || bytes.Equal(item.SeriesKey, s.SeriesKey) {
+			if err := fn(&item); err != nil {
+				return err
+			}
+		}
+		valid = it.Next()
+	}
+	return it.Error()
+}

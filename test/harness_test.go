@@ -1,0 +1,100 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/banyand-io/banyand/banyand/roles"
+	"github.com/banyand-io/banyand/pkg/run"
+)
+
+// testLogger keeps role logs out of the test output unless -v is asked for
+// and a test fails.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+// runningRole is a role's component group running in the background.
+type runningRole struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startRole runs comps as the command line would and returns once every
+// component has started. stop ends it (also at cleanup).
+func startRole(t *testing.T, name string, comps []run.Component, ready func() bool) *runningRole {
+	t.Helper()
+	g := run.NewGroup(run.Config{Name: name, StopTimeout: 20 * time.Second}, testLogger(t), comps...)
+	if err := g.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &runningRole{cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- g.Run(ctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for !ready() {
+		select {
+		case err := <-r.done:
+			t.Fatalf("%s exited while starting: %v", name, err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not ready after 30s", name)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Cleanup(func() { r.stop(t) })
+	return r
+}
+
+func (r *runningRole) stop(t *testing.T) {
+	if r.cancel == nil {
+		return
+	}
+	r.cancel()
+	r.cancel = nil
+	if err := <-r.done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Errorf("role stopped with error: %v", err)
+	}
+}
+
+// startStandalone runs `banyand standalone` in process on a free port with
+// data in dir and returns a client connection to it.
+func startStandalone(t *testing.T, dir string) (*grpc.ClientConn, *runningRole) {
+	t.Helper()
+	var sa roles.Standalone
+	sa.SetDefaults("127.0.0.1:0", dir)
+	if err := sa.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	comps, err := sa.Components(testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startRole(t, "standalone", comps, func() bool { return sa.ClientAddr() != "" })
+	return dial(t, sa.ClientAddr()), r
+}
+
+func dial(t *testing.T, addr string) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+

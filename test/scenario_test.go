@@ -1,0 +1,227 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
+	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
+	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+)
+
+// The scenarios below run against any deployment (standalone or cluster):
+// they only use the public API, as a BanyanDB client would.
+
+const (
+	streamGroup  = "sw_stream"
+	measureGroup = "sw_metric"
+	streamName   = "log"
+	measureName  = "cpm"
+)
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func createStreamSchema(t *testing.T, conn *grpc.ClientConn, shards uint32) {
+	t.Helper()
+	ctx := ctxT(t)
+	groups := databasev1.NewGroupRegistryServiceClient(conn)
+	if _, err := groups.Create(ctx, &databasev1.GroupRegistryServiceCreateRequest{Group: &commonv1.Group{
+		Metadata:     &commonv1.Metadata{Name: streamGroup},
+		Catalog:      commonv1.Catalog_CATALOG_STREAM,
+		ResourceOpts: &commonv1.ResourceOpts{ShardNum: shards, SegmentInterval: &commonv1.IntervalRule{Unit: commonv1.IntervalRule_UNIT_DAY, Num: 1}, Ttl: &commonv1.IntervalRule{Unit: commonv1.IntervalRule_UNIT_DAY, Num: 7}},
+	}}); err != nil {
+		t.Fatalf("create group: %v", err)
+	}
+	streams := databasev1.NewStreamRegistryServiceClient(conn)
+	if _, err := streams.Create(ctx, &databasev1.StreamRegistryServiceCreateRequest{Stream: &databasev1.Stream{
+		Metadata: &commonv1.Metadata{Group: streamGroup, Name: streamName},
+		TagFamilies: []*databasev1.TagFamilySpec{
+			{Name: "searchable", Tags: []*databasev1.TagSpec{
+				{Name: "service", Type: databasev1.TagType_TAG_TYPE_STRING},
+				{Name: "instance", Type: databasev1.TagType_TAG_TYPE_INT},
+				{Name: "labels", Type: databasev1.TagType_TAG_TYPE_STRING_ARRAY},
+				{Name: "codes", Type: databasev1.TagType_TAG_TYPE_INT_ARRAY},
+				{Name: "started", Type: databasev1.TagType_TAG_TYPE_TIMESTAMP},
+			}},
+			{Name: "data", Tags: []*databasev1.TagSpec{
+				{Name: "payload", Type: databasev1.TagType_TAG_TYPE_DATA_BINARY},
+			}},
+		},
+		Entity: &databasev1.Entity{TagNames: []string{"service", "instance"}},
+	}}); err != nil {
+		t.Fatalf("create stream: %v", err)
+	}
+}
+
+func createMeasureSchema(t *testing.T, conn *grpc.ClientConn, shards uint32) {
+	t.Helper()
+	ctx := ctxT(t)
+	groups := databasev1.NewGroupRegistryServiceClient(conn)
+	if _, err := groups.Create(ctx, &databasev1.GroupRegistryServiceCreateRequest{Group: &commonv1.Group{
+		Metadata:     &commonv1.Metadata{Name: measureGroup},
+		Catalog:      commonv1.Catalog_CATALOG_MEASURE,
+		ResourceOpts: &commonv1.ResourceOpts{ShardNum: shards},
+	}}); err != nil {
+		t.Fatalf("create group: %v", err)
+	}
+	measures := databasev1.NewMeasureRegistryServiceClient(conn)
+	if _, err := measures.Create(ctx, &databasev1.MeasureRegistryServiceCreateRequest{Measure: &databasev1.Measure{
+		Metadata: &commonv1.Metadata{Group: measureGroup, Name: measureName},
+		TagFamilies: []*databasev1.TagFamilySpec{{Name: "default", Tags: []*databasev1.TagSpec{
+			{Name: "service", Type: databasev1.TagType_TAG_TYPE_STRING},
+			{Name: "region", Type: databasev1.TagType_TAG_TYPE_STRING},
+		}}},
+		Fields: []*databasev1.FieldSpec{
+			{Name: "count", FieldType: databasev1.FieldType_FIELD_TYPE_INT},
+			{Name: "avg", FieldType: databasev1.FieldType_FIELD_TYPE_FLOAT},
+			{Name: "note", FieldType: databasev1.FieldType_FIELD_TYPE_STRING},
+			{Name: "blob", FieldType: databasev1.FieldType_FIELD_TYPE_DATA_BINARY},
+		},
+		Entity: &databasev1.Entity{TagNames: []string{"service"}},
+	}}); err != nil {
+		t.Fatalf("create measure: %v", err)
+	}
+}
+
+var baseTime = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+func str(s string) *modelv1.TagValue { return &modelv1.TagValue{Value: &modelv1.TagValue_Str{Str: &modelv1.Str{Value: s}}} }
+func num(i int64) *modelv1.TagValue {
+	return &modelv1.TagValue{Value: &modelv1.TagValue_Int{Int: &modelv1.Int{Value: i}}}
+}
+
+// element i belongs to entity (svc-i%entities, i%3) and carries every tag type.
+func testElement(i, entities int) *streamv1.ElementValue {
+	var started *modelv1.TagValue
+	if i%5 == 0 {
+		started = &modelv1.TagValue{Value: &modelv1.TagValue_Null{Null: structpb.NullValue_NULL_VALUE}}
+	} else {
+		started = &modelv1.TagValue{Value: &modelv1.TagValue_Timestamp{Timestamp: timestamppb.New(baseTime.Add(-time.Duration(i) * time.Second))}}
+	}
+	return &streamv1.ElementValue{
+		ElementId: fmt.Sprintf("el-%05d", i),
+		Timestamp: timestamppb.New(baseTime.Add(time.Duration(i) * time.Millisecond)),
+		TagFamilies: []*modelv1.TagFamilyForWrite{
+			{Tags: []*modelv1.TagValue{
+				str(fmt.Sprintf("svc-%d", i%entities)),
+				num(int64(i % 3)),
+				{Value: &modelv1.TagValue_StrArray{StrArray: &modelv1.StrArray{Value: []string{"a", fmt.Sprint(i)}}}},
+				{Value: &modelv1.TagValue_IntArray{IntArray: &modelv1.IntArray{Value: []int64{int64(i), -1}}}},
+				started,
+			}},
+			{Tags: []*modelv1.TagValue{{Value: &modelv1.TagValue_BinaryData{BinaryData: []byte(fmt.Sprintf("payload-%d", i))}}}},
+		},
+	}
+}
+
+// writeStream sends reqs on one Write stream and returns the status of
+// every message id.
+func writeStream(t *testing.T, conn *grpc.ClientConn, reqs []*streamv1.WriteRequest) map[uint64]string {
+	t.Helper()
+	ws, err := streamv1.NewStreamServiceClient(conn).Write(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	statuses := map[uint64]string{}
+	recvDone := make(chan error, 1)
+	go func() {
+		for {
+			resp, err := ws.Recv()
+			if err == io.EOF {
+				recvDone <- nil
+				return
+			}
+			if err != nil {
+				recvDone <- err
+				return
+			}
+			statuses[resp.GetMessageId()] = resp.GetStatus()
+		}
+	}()
+	for _, r := range reqs {
+		if err := ws.Send(r); err != nil {
+			t.Fatalf("send: %v", err)
+		}
+	}
+	if err := ws.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-recvDone; err != nil {
+		t.Fatalf("recv: %v", err)
+	}
+	return statuses
+}
+
+func queryAllStream(t *testing.T, conn *grpc.ClientConn, limit uint32) []*streamv1.Element {
+	t.Helper()
+	resp, err := streamv1.NewStreamServiceClient(conn).Query(ctxT(t), &streamv1.QueryRequest{
+		Groups:    []string{streamGroup},
+		Name:      streamName,
+		TimeRange: &modelv1.TimeRange{Begin: timestamppb.New(baseTime.Add(-time.Hour)), End: timestamppb.New(baseTime.Add(time.Hour))},
+		Limit:     limit,
+		OrderBy:   &modelv1.QueryOrder{Sort: modelv1.Sort_SORT_ASC},
+		Projection: &modelv1.TagProjection{TagFamilies: []*modelv1.TagProjection_TagFamily{
+			{Name: "searchable", Tags: []string{"service", "instance", "labels", "codes", "started"}},
+			{Name: "data", Tags: []string{"payload"}},
+		}},
+	})
+	if err != nil {
+		t.Fatalf("query: %v", err)
+	}
+	return resp.GetElements()
+}
+
+// checkStreamRoundTrip writes n elements over many entities and reads every
+// acknowledged one back exactly.
+func checkStreamRoundTrip(t *testing.T, conn *grpc.ClientConn, n, entities int) {
+	t.Helper()
+	reqs := make([]*streamv1.WriteRequest, n)
+	for i := range reqs {
+		reqs[i] = &streamv1.WriteRequest{Element: testElement(i, entities), MessageId: uint64(i + 1)}
+		if i == 0 {
+			reqs[i].Metadata = &commonv1.Metadata{Group: streamGroup, Name: streamName}
+		}
+	}
+	statuses := writeStream(t, conn, reqs)
+	if len(statuses) != n {
+		t.Fatalf("got %d responses for %d messages", len(statuses), n)
+	}
+	for id, st := range statuses {
+		if st != modelv1.Status_STATUS_SUCCEED.String() {
+			t.Fatalf("message %d: status %s", id, st)
+		}
+	}
+	got := queryAllStream(t, conn, uint32(n+10))
+	if len(got) != n {
+		t.Fatalf("query returned %d elements, want %d", len(got), n)
+	}
+	sort.Slice(got, func(i, j int) bool { return got[i].GetElementId() < got[j].GetElementId() })
+	for i, el := range got {
+		want := testElement(i, entities)
+		if el.GetElementId() != want.GetElementId() || !el.GetTimestamp().AsTime().Equal(want.GetTimestamp().AsTime()) {
+			t.Fatalf("element %d: got %s@%s, want %s@%s", i, el.GetElementId(), el.GetTimestamp().AsTime(), want.GetElementId(), want.GetTimestamp().AsTime())
+		}
+		for fi, fam := range el.GetTagFamilies() {
+			for ti, tag := range fam.GetTags() {
+				wv := want.GetTagFamilies()[fi].GetTags()[ti]
+				if !proto.Equal(tag.GetValue(), wv) {
+					t.Fatalf("element %d family %s tag %s: got %v, want %v", i, fam.GetName(), tag.GetKey(), tag.GetValue(), wv)
+				}
+			}
+		}
+	}
+}
