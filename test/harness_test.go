@@ -97,4 +97,3 @@ func dial(t *testing.T, addr string) *grpc.ClientConn {
 	t.Cleanup(func() { _ = conn.Close() })
 	return conn
 }
-

@@ -99,7 +99,9 @@ func createMeasureSchema(t *testing.T, conn *grpc.ClientConn, shards uint32) {
 
 var baseTime = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 
-func str(s string) *modelv1.TagValue { return &modelv1.TagValue{Value: &modelv1.TagValue_Str{Str: &modelv1.Str{Value: s}}} }
+func str(s string) *modelv1.TagValue {
+	return &modelv1.TagValue{Value: &modelv1.TagValue_Str{Str: &modelv1.Str{Value: s}}}
+}
 func num(i int64) *modelv1.TagValue {
 	return &modelv1.TagValue{Value: &modelv1.TagValue_Int{Int: &modelv1.Int{Value: i}}}
 }

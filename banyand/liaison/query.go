@@ -219,4 +219,3 @@ func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest)
 	}
 	return resp, nil
 }
-
