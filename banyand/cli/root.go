@@ -75,6 +75,7 @@ func newRoot(stdout, stderr io.Writer, lookup func(string) (string, bool)) *cobr
 	for _, rc := range roleCommands() {
 		root.AddCommand(newRoleCommand(rc, &logCfg, stderr, lookup))
 	}
+	root.AddCommand(newBenchCommand(stdout, stderr, lookup))
 	return root
 }
 

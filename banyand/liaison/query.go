@@ -30,7 +30,7 @@ type querier struct {
 	queue  queue.Client
 }
 
-func checkQuery(groups []string, name string, tr *modelv1.TimeRange) error {
+func checkQuery(groups []string, name string, tr *modelv1.TimeRange, criteria *modelv1.Criteria) error {
 	switch {
 	case len(groups) == 0:
 		return status.Error(codes.InvalidArgument, "groups: at least one group is required")
@@ -41,7 +41,7 @@ func checkQuery(groups []string, name string, tr *modelv1.TimeRange) error {
 	case !tr.GetBegin().AsTime().Before(tr.GetEnd().AsTime()):
 		return status.Error(codes.InvalidArgument, "time_range: begin must be before end")
 	}
-	return nil
+	return checkCriteria(criteria, 0)
 }
 
 // scatter sends payload to every node holding group and returns their
@@ -87,7 +87,7 @@ func timeOrder(desc bool) func(a, b int64) int {
 
 // Query implements StreamService.Query.
 func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (*streamv1.QueryResponse, error) {
-	if err := checkQuery(req.GetGroups(), req.GetName(), req.GetTimeRange()); err != nil {
+	if err := checkQuery(req.GetGroups(), req.GetName(), req.GetTimeRange(), req.GetCriteria()); err != nil {
 		return nil, err
 	}
 	if req.GetOrderBy().GetIndexRuleName() != "" {
@@ -151,7 +151,7 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 
 // Query implements MeasureService.Query.
 func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest) (*measurev1.QueryResponse, error) {
-	if err := checkQuery(req.GetGroups(), req.GetName(), req.GetTimeRange()); err != nil {
+	if err := checkQuery(req.GetGroups(), req.GetName(), req.GetTimeRange(), req.GetCriteria()); err != nil {
 		return nil, err
 	}
 	switch {
@@ -218,4 +218,48 @@ func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest)
 		resp.DataPoints[i] = k.dp
 	}
 	return resp, nil
+}
+
+// maxCriteriaDepth bounds how deeply a query's criteria may nest; real
+// queries are a handful of levels, a hostile one could be thousands.
+const maxCriteriaDepth = 64
+
+// checkCriteria refuses what the data nodes cannot evaluate before any of
+// them is asked: unsupported operators are Unimplemented, malformed trees
+// InvalidArgument.
+func checkCriteria(c *modelv1.Criteria, depth int) error {
+	if c == nil {
+		return nil
+	}
+	if depth > maxCriteriaDepth {
+		return status.Errorf(codes.InvalidArgument, "criteria: nested deeper than %d levels", maxCriteriaDepth)
+	}
+	switch e := c.GetExp().(type) {
+	case *modelv1.Criteria_Condition:
+		cond := e.Condition
+		if cond.GetName() == "" {
+			return status.Error(codes.InvalidArgument, "criteria: a condition names no tag")
+		}
+		switch cond.GetOp() {
+		case modelv1.Condition_BINARY_OP_EQ, modelv1.Condition_BINARY_OP_NE,
+			modelv1.Condition_BINARY_OP_LT, modelv1.Condition_BINARY_OP_GT,
+			modelv1.Condition_BINARY_OP_LE, modelv1.Condition_BINARY_OP_GE:
+			return nil
+		case modelv1.Condition_BINARY_OP_UNSPECIFIED:
+			return status.Errorf(codes.InvalidArgument, "criteria: condition on %q has no operator", cond.GetName())
+		default:
+			return status.Errorf(codes.Unimplemented, "criteria: operator %s is not supported (only EQ, NE, LT, GT, LE, GE)", cond.GetOp())
+		}
+	case *modelv1.Criteria_Le:
+		switch e.Le.GetOp() {
+		case modelv1.LogicalExpression_LOGICAL_OP_AND, modelv1.LogicalExpression_LOGICAL_OP_OR:
+		default:
+			return status.Error(codes.InvalidArgument, "criteria: logical expression has no operator")
+		}
+		if err := checkCriteria(e.Le.GetLeft(), depth+1); err != nil {
+			return err
+		}
+		return checkCriteria(e.Le.GetRight(), depth+1)
+	}
+	return status.Error(codes.InvalidArgument, "criteria: empty")
 }

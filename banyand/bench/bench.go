@@ -1,0 +1,319 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
+	"github.com/banyand-io/banyand/banyand/roles"
+	"github.com/banyand-io/banyand/pkg/run"
+)
+
+// drainGrace is how long an interrupted run (ctx cancelled) still waits for
+// the responses of messages already sent.
+const drainGrace = 5 * time.Second
+
+// Run executes one load run as cfg says: it starts an in-process standalone
+// if asked, creates the schema if missing, writes, verifies, writes the
+// final report to out (text or JSON) and progress lines to progress (nil
+// discards them). The error is nil only for a clean run: every write
+// acknowledged and, with verification, read back; otherwise it wraps one
+// of the Err… values. A run that could not start (bad config, unreachable
+// target) returns an empty report and prints none.
+func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return Report{}, fmt.Errorf("invalid configuration: %w", err)
+	}
+	cfg = cfg.resolved()
+	if progress == nil {
+		progress = io.Discard
+	}
+	if out == nil {
+		out = io.Discard
+	}
+	target := cfg.Target
+	if cfg.Standalone {
+		sa, err := startStandalone(ctx, cfg.KeepData, progress)
+		if err != nil {
+			return Report{}, err
+		}
+		defer func() {
+			if err := sa.stop(); err != nil {
+				fmt.Fprintln(progress, "bench: stopping the in-process standalone:", err)
+			}
+		}()
+		target = sa.addr
+	}
+	// A TCP probe gives a clear, quick error for a refused or unroutable
+	// target; gRPC itself would only report it when the first call fails.
+	probe, err := (&net.Dialer{Timeout: cfg.ConnectTimeout}).DialContext(ctx, "tcp", target)
+	if err != nil {
+		return Report{}, fmt.Errorf("%w: %s: %v", ErrUnreachable, target, err)
+	}
+	_ = probe.Close()
+	conn, err := grpc.NewClient(target,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(4<<20), grpc.WithInitialConnWindowSize(8<<20),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+	if err != nil {
+		return Report{}, fmt.Errorf("%w: %s: %v", ErrUnreachable, target, err)
+	}
+	defer conn.Close()
+
+	msgs, err := newMessages(cfg)
+	if err != nil {
+		return Report{}, err
+	}
+	var w workload = newStreamWorkload(msgs, conn)
+	if cfg.Kind == KindMeasure {
+		w = newMeasureWorkload(msgs, conn)
+	}
+	if cfg.CreateSchema {
+		if err := ensureSchema(ctx, conn, cfg, cfg.ConnectTimeout); err != nil {
+			return Report{}, err
+		}
+		if err := waitServing(ctx, w, msgs); err != nil {
+			return Report{}, err
+		}
+	}
+
+	rep := Report{
+		Target: target, Kind: cfg.Kind, Group: cfg.Group, Name: cfg.Name,
+		Streams: cfg.Streams, Entities: cfg.Entities, PayloadBytes: cfg.PayloadBytes, Rate: cfg.Rate,
+		Errors: map[string]uint64{},
+	}
+	acked := writePhase(ctx, cfg, w, &rep, progress)
+	if cfg.Verify == optTrue {
+		if ctx.Err() != nil {
+			rep.Verify = &VerifyReport{Checked: uint64(len(acked)), Error: "interrupted before verification"}
+		} else {
+			fmt.Fprintf(progress, "verifying %d acknowledged writes...\n", len(acked))
+			rep.Verify = verify(ctx, w, msgs, acked, cfg.Streams)
+		}
+	}
+	if cfg.JSON {
+		fmt.Fprintf(out, "%s\n", rep.JSON())
+	} else {
+		fmt.Fprint(out, rep.String())
+	}
+	return rep, rep.Err()
+}
+
+func newMessages(cfg Config) (*messages, error) {
+	var id [4]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, fmt.Errorf("random run id: %w", err)
+	}
+	nonce, err := rand.Int(rand.Reader, big.NewInt(1<<31))
+	if err != nil {
+		return nil, fmt.Errorf("random run id: %w", err)
+	}
+	payload := make([]byte, cfg.PayloadBytes)
+	_, _ = rand.Read(payload)
+	return &messages{
+		md:         &commonv1.Metadata{Group: cfg.Group, Name: cfg.Name},
+		entities:   int64(cfg.Entities),
+		baseMillis: time.Now().UnixMilli(),
+		runID:      "b" + hex.EncodeToString(id[:]),
+		nonce:      float64(nonce.Int64()) + 0.5,
+		payload:    payload,
+	}, nil
+}
+
+// writePhase runs the write streams, prints progress, fills rep and
+// returns the acknowledged seqs (when verifying).
+//
+// Contexts: sends stop when ctx is done (interrupt) or --duration passes;
+// the streams themselves live until every message is answered, the run's
+// --timeout passes, no response came for --stall-timeout, or drainGrace
+// after an interrupt.
+func writePhase(ctx context.Context, cfg Config, w workload, rep *Report, progress io.Writer) []int64 {
+	start := time.Now()
+	r := &writeRun{cfg: cfg, w: w, pace: newPacer(cfg.Rate, start), start: start}
+
+	runCtx, abort := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer abort(nil)
+	timeout := time.AfterFunc(cfg.Timeout, func() {
+		abort(fmt.Errorf("run timeout %s reached (--timeout)", cfg.Timeout))
+	})
+	defer timeout.Stop()
+	sendCtx, stopSending := context.WithCancel(ctx)
+	defer stopSending()
+	if cfg.Duration > 0 {
+		sendCtx, stopSending = context.WithTimeout(ctx, cfg.Duration)
+		defer stopSending()
+	}
+
+	results := make([]*streamResult, cfg.Streams)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() { results[i] = r.stream(runCtx, sendCtx, cfg.Verify == optTrue) })
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	interrupted := ctx.Done()
+	var lastAcked uint64
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		case <-interrupted:
+			interrupted = nil
+			fmt.Fprintf(progress, "interrupted: waiting up to %s for outstanding responses\n", drainGrace)
+			drain := time.AfterFunc(drainGrace, func() { abort(errors.New("interrupted")) })
+			defer drain.Stop()
+		case <-tick.C:
+			el := r.since()
+			acked, failed, sent := r.acked.Load(), r.failed.Load(), r.sent.Load()
+			fmt.Fprintf(progress, "[%5.0fs] %7d acked/s  sent %d  acked %d  errors %d  in-flight %d\n",
+				el.Seconds(), acked-lastAcked, sent, acked, failed, sent-acked-failed)
+			lastAcked = acked
+			if outstanding := sent - acked - failed; outstanding > 0 &&
+				el-time.Duration(r.lastResp.Load()) > cfg.StallTimeout {
+				abort(fmt.Errorf("no response for %s with %d messages outstanding (--stall-timeout)", cfg.StallTimeout, outstanding))
+			}
+		}
+	}
+	if err := context.Cause(runCtx); err != nil {
+		rep.Aborted = err.Error()
+	} else if ctx.Err() != nil {
+		rep.Aborted = "interrupted"
+	}
+	rep.ElapsedSeconds = r.since().Seconds()
+	return collect(results, rep)
+}
+
+// collect merges the streams' results into rep.
+func collect(results []*streamResult, rep *Report) []int64 {
+	var hist histogram
+	var acked []int64
+	var first, last time.Duration
+	haveFirst := false
+	streamErrs := map[string]int{}
+	for _, res := range results {
+		rep.Sent += res.sent
+		rep.BytesSent += res.bytes
+		rep.Acked += res.acked
+		for st, n := range res.errors {
+			rep.Errors[st] += n
+			rep.ErrorCount += n
+		}
+		hist.merge(&res.hist)
+		acked = append(acked, res.ackedSeqs...)
+		if res.hasSend && (!haveFirst || res.firstSend < first) {
+			first, haveFirst = res.firstSend, true
+		}
+		last = max(last, res.lastResp)
+		if res.streamErr != nil {
+			streamErrs[res.streamErr.Error()]++
+		}
+	}
+	for e, n := range streamErrs {
+		if n > 1 {
+			e = fmt.Sprintf("%s (%d streams)", e, n)
+		}
+		rep.StreamErrors = append(rep.StreamErrors, e)
+	}
+	sort.Strings(rep.StreamErrors)
+	// A stream that could not even open sent nothing; say so.
+	if rep.Sent == 0 && len(rep.StreamErrors) > 0 && rep.Aborted == "" {
+		rep.Aborted = "no write stream could send: " + strings.Join(rep.StreamErrors, "; ")
+	}
+	if haveFirst && last > first {
+		rep.WriteSeconds = (last - first).Seconds()
+		rep.AckedPerSec = float64(rep.Acked) / rep.WriteSeconds
+		rep.MBPerSecSent = float64(rep.BytesSent) / 1e6 / rep.WriteSeconds
+	}
+	ms := func(us uint64) float64 { return float64(us) / 1000 }
+	rep.LatencyMillis = Latency{P50: ms(hist.quantile(0.50)), P90: ms(hist.quantile(0.90)), P99: ms(hist.quantile(0.99)), Max: ms(hist.max)}
+	return slices.Clip(acked)
+}
+
+// inproc is a standalone running in this process for --standalone.
+type inproc struct {
+	addr   string
+	dir    string
+	keep   bool
+	cancel context.CancelFunc
+	done   chan error
+	logw   io.Writer
+}
+
+// startStandalone starts roles.Standalone on 127.0.0.1:0 with its data in
+// a new temporary directory and returns once it listens. Its logs (warnings
+// and errors only) go to logw.
+func startStandalone(ctx context.Context, keep bool, logw io.Writer) (*inproc, error) {
+	dir, err := os.MkdirTemp("", "banyand-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("standalone data directory: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn})).With("role", "standalone")
+	var sa roles.Standalone
+	sa.SetDefaults("127.0.0.1:0", dir)
+	comps, err := sa.Components(logger)
+	if err == nil {
+		err = sa.Validate()
+	}
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("standalone: %w", err)
+	}
+	g := run.NewGroup(run.Config{Name: "standalone", StopTimeout: 30 * time.Second}, logger, comps...)
+	if err := g.Validate(); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("standalone: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	p := &inproc{dir: dir, keep: keep, cancel: cancel, done: make(chan error, 1), logw: logw}
+	go func() { p.done <- g.Run(runCtx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for p.addr = sa.ClientAddr(); p.addr == ""; p.addr = sa.ClientAddr() {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			_ = p.stop()
+			return nil, fmt.Errorf("standalone exited while starting: %w", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = p.stop()
+			return nil, errors.New("standalone did not listen within 30s")
+		}
+	}
+	fmt.Fprintf(logw, "started an in-process standalone on %s, data in %s\n", p.addr, dir)
+	return p, nil
+}
+
+// stop stops the standalone and removes its data unless asked to keep it.
+func (p *inproc) stop() error {
+	p.cancel()
+	err := <-p.done
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	if p.keep {
+		fmt.Fprintf(p.logw, "kept the standalone's data in %s\n", p.dir)
+	} else if rerr := os.RemoveAll(p.dir); rerr != nil {
+		err = errors.Join(err, rerr)
+	}
+	return err
+}

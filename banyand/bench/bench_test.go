@@ -1,0 +1,275 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+)
+
+func runCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// checkClean asserts a count-bounded run wrote and read back every message.
+func checkClean(t *testing.T, rep Report, err error, count uint64) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("run failed: %v\n%s", err, rep.String())
+	}
+	if rep.Sent != count || rep.Acked != count || rep.ErrorCount != 0 {
+		t.Fatalf("sent %d, acked %d, errors %d (%v); want %d, %d, 0", rep.Sent, rep.Acked, rep.ErrorCount, rep.Errors, count, count)
+	}
+	if rep.Verify == nil || rep.Verify.Checked != count || rep.Verify.Readable != count || rep.Verify.Missing != 0 || rep.Verify.Error != "" {
+		t.Fatalf("verify = %+v, want %d checked and readable", rep.Verify, count)
+	}
+	if rep.BytesSent == 0 || rep.LatencyMillis.Max < rep.LatencyMillis.P50 {
+		t.Fatalf("implausible report: %s", rep.String())
+	}
+}
+
+func TestRunAgainstStandalone(t *testing.T) {
+	addr := startTestStandalone(t)
+	for _, kind := range []string{KindStream, KindMeasure} {
+		t.Run(kind, func(t *testing.T) {
+			// Few entities and a small in-flight window exercise paging
+			// in verification and backpressure in the writers.
+			cfg := parseConfig(t, "--target", addr, "--kind", kind, "--count", "3000",
+				"--entities", "7", "--streams", "3", "--max-in-flight", "50", "--payload-bytes", "64")
+			var out syncBuffer
+			rep, err := Run(runCtx(t), cfg, &out, testWriter{t})
+			checkClean(t, rep, err, 3000)
+			if !strings.Contains(out.String(), "result          OK") {
+				t.Fatalf("report does not say OK:\n%s", out.String())
+			}
+			// A second run into the same, now existing, schema stays exact:
+			// the earlier run's data is not mistaken for this one's.
+			cfg = parseConfig(t, "--target", addr, "--kind", kind, "--count", "500", "--entities", "7", "--json")
+			out = syncBuffer{}
+			rep, err = Run(runCtx(t), cfg, &out, testWriter{t})
+			checkClean(t, rep, err, 500)
+			var decoded Report
+			if err := json.Unmarshal([]byte(out.String()), &decoded); err != nil {
+				t.Fatalf("--json output is not one JSON object: %v\n%s", err, out.String())
+			}
+			if decoded.Acked != 500 || decoded.Verify.Readable != 500 {
+				t.Fatalf("JSON report = %+v", decoded)
+			}
+		})
+	}
+}
+
+func TestRunStandaloneFlag(t *testing.T) {
+	cfg := parseConfig(t, "--standalone", "--kind", "measure", "--count", "1000", "--entities", "50", "--rate", "20000")
+	rep, err := Run(runCtx(t), cfg, nil, testWriter{t})
+	checkClean(t, rep, err, 1000)
+}
+
+func TestRunDurationBounded(t *testing.T) {
+	addr := startTestStandalone(t)
+	cfg := parseConfig(t, "--target", addr, "--duration", "300ms", "--rate", "2000", "--verify")
+	rep, err := Run(runCtx(t), cfg, nil, testWriter{t})
+	if err != nil {
+		t.Fatalf("run failed: %v\n%s", err, rep.String())
+	}
+	if rep.Sent == 0 || rep.Acked != rep.Sent || rep.Verify == nil || rep.Verify.Readable != rep.Acked {
+		t.Fatalf("report:\n%s", rep.String())
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // "" = valid
+	}{
+		{[]string{"--standalone"}, ""},
+		{[]string{"--target", "db:17912", "--kind", "measure", "--duration", "10s", "--rate", "500"}, ""},
+		{nil, "give --target host:port or --standalone"},
+		{[]string{"--standalone", "--target", "a:1"}, "exclusive"},
+		{[]string{"--target", "nohost"}, "want host:port"},
+		{[]string{"--target", "h:0"}, "port must be"},
+		{[]string{"--target", "h:1", "--keep-data"}, "--keep-data needs --standalone"},
+		{[]string{"--standalone", "--kind", "trace"}, `--kind "trace"`},
+		{[]string{"--standalone", "--shards", "0"}, "--shards 0"},
+		{[]string{"--standalone", "--entities", "0"}, "--entities 0"},
+		{[]string{"--standalone", "--payload-bytes", "-1"}, "--payload-bytes -1"},
+		{[]string{"--standalone", "--streams", "0"}, "--streams 0"},
+		{[]string{"--standalone", "--count", "-5"}, "--count -5"},
+		{[]string{"--standalone", "--duration", "-1s"}, "--duration -1s"},
+		{[]string{"--standalone", "--count", "5", "--duration", "1s"}, "--count and --duration are exclusive"},
+		{[]string{"--standalone", "--rate", "-1"}, "--rate -1"},
+		{[]string{"--standalone", "--max-in-flight", "0"}, "--max-in-flight 0"},
+		{[]string{"--standalone", "--connect-timeout", "0s"}, "--connect-timeout"},
+		{[]string{"--standalone", "--timeout", "-1s"}, "--timeout"},
+		{[]string{"--standalone", "--stall-timeout", "0s"}, "--stall-timeout"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			cfg := parseConfig(t, tc.args...)
+			err := cfg.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	// Run refuses a bad config before touching the network.
+	if _, err := Run(context.Background(), parseConfig(t, "--standalone", "--streams", "0"), nil, nil); err == nil {
+		t.Fatal("Run accepted --streams 0")
+	}
+}
+
+func TestVerifyFlagDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want optBool
+	}{
+		{[]string{"--standalone"}, optTrue},
+		{[]string{"--standalone", "--duration", "1s"}, optFalse},
+		{[]string{"--standalone", "--duration", "1s", "--verify"}, optTrue},
+		{[]string{"--standalone", "--verify=false"}, optFalse},
+	} {
+		if got := parseConfig(t, tc.args...).resolved().Verify; got != tc.want {
+			t.Errorf("%v: verify %s, want %s", tc.args, &got, &tc.want)
+		}
+	}
+}
+
+func TestRunUnreachable(t *testing.T) {
+	// A port that was just free: nothing listens there.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	_ = lis.Close()
+	_, err = Run(runCtx(t), parseConfig(t, "--target", addr), nil, testWriter{t})
+	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("error %v, want ErrUnreachable naming %s", err, addr)
+	}
+}
+
+func TestRunErrorStatuses(t *testing.T) {
+	internal := modelv1.Status_STATUS_INTERNAL_ERROR.String()
+	addr := startFake(t, &fakeStreams{
+		answer: func(*streamv1.WriteRequest) (string, bool) { return internal, true },
+	})
+	cfg := parseConfig(t, "--target", addr, "--count", "500", "--create-schema=false", "--verify=false")
+	var out syncBuffer
+	rep, err := Run(runCtx(t), cfg, &out, testWriter{t})
+	if !errors.Is(err, ErrWritesFailed) {
+		t.Fatalf("error %v, want ErrWritesFailed", err)
+	}
+	if rep.Sent != 500 || rep.Acked != 0 || rep.Errors[internal] != 500 || rep.ErrorCount != 500 {
+		t.Fatalf("report:\n%s", rep.String())
+	}
+	if !strings.Contains(out.String(), internal+"=500") || !strings.Contains(out.String(), "FAIL") {
+		t.Fatalf("printed report does not list the status:\n%s", out.String())
+	}
+}
+
+func TestRunNoAnswer(t *testing.T) {
+	addr := startFake(t, &fakeStreams{
+		answer: func(*streamv1.WriteRequest) (string, bool) { return "", false },
+		hold:   true,
+	})
+	cfg := parseConfig(t, "--target", addr, "--count", "100", "--create-schema=false", "--stall-timeout", "1s")
+	rep, err := Run(runCtx(t), cfg, nil, testWriter{t})
+	if !errors.Is(err, ErrWritesFailed) {
+		t.Fatalf("error %v, want ErrWritesFailed", err)
+	}
+	if rep.Errors[StatusNoResponse] != rep.Sent || rep.Sent == 0 || !strings.Contains(rep.Aborted, "--stall-timeout") {
+		t.Fatalf("report:\n%s", rep.String())
+	}
+	// Nothing was acknowledged, so nothing is missing.
+	if rep.Verify == nil || rep.Verify.Checked != 0 || rep.Verify.Missing != 0 {
+		t.Fatalf("verify = %+v", rep.Verify)
+	}
+
+	// A server that ends the stream without answering is reported too.
+	addr = startFake(t, &fakeStreams{
+		answer: func(*streamv1.WriteRequest) (string, bool) { return "", false },
+	})
+	rep, err = Run(runCtx(t), cfg.withTarget(addr), nil, testWriter{t})
+	if !errors.Is(err, ErrWritesFailed) || rep.Errors[StatusNoResponse] != rep.Sent || len(rep.StreamErrors) == 0 {
+		t.Fatalf("error %v, report:\n%s", err, rep.String())
+	}
+}
+
+func (c Config) withTarget(addr string) Config {
+	c.Target = addr
+	return c
+}
+
+func TestRunDetectsMissing(t *testing.T) {
+	succeed := modelv1.Status_STATUS_SUCCEED.String()
+	// Acks everything, stores nothing.
+	addr := startFake(t, &fakeStreams{
+		answer: func(*streamv1.WriteRequest) (string, bool) { return succeed, true },
+		query: func(*streamv1.QueryRequest) (*streamv1.QueryResponse, error) {
+			return &streamv1.QueryResponse{}, nil
+		},
+	})
+	cfg := parseConfig(t, "--target", addr, "--count", "200", "--entities", "3", "--create-schema=false")
+	rep, err := Run(runCtx(t), cfg, nil, testWriter{t})
+	if !errors.Is(err, ErrMissing) || errors.Is(err, ErrWritesFailed) {
+		t.Fatalf("error %v, want ErrMissing only", err)
+	}
+	if rep.Acked != 200 || rep.Verify.Missing != 200 || rep.Verify.Readable != 0 || len(rep.Verify.MissingSample) == 0 {
+		t.Fatalf("report:\n%s", rep.String())
+	}
+
+	// A verification query that fails is reported as such, not as missing.
+	addr = startFake(t, &fakeStreams{
+		answer: func(*streamv1.WriteRequest) (string, bool) { return succeed, true },
+		query: func(*streamv1.QueryRequest) (*streamv1.QueryResponse, error) {
+			return nil, status.Error(codes.Unavailable, "node down")
+		},
+	})
+	cfg = parseConfig(t, "--target", addr, "--count", "50", "--create-schema=false")
+	rep, err = Run(runCtx(t), cfg, nil, testWriter{t})
+	if !errors.Is(err, ErrVerify) || !strings.Contains(rep.Verify.Error, "node down") {
+		t.Fatalf("error %v, verify %+v", err, rep.Verify)
+	}
+}
+
+func TestHistogram(t *testing.T) {
+	// Every value lands in a bucket whose upper edge is within 1/128 above it.
+	for _, v := range []uint64{0, 1, 127, 128, 129, 255, 256, 1000, 12345, 1 << 20, 1<<40 + 17} {
+		hi := bucketHigh(bucketOf(v))
+		if hi < v || float64(hi-v) > float64(v)/128+1 {
+			t.Errorf("value %d: bucket upper edge %d", v, hi)
+		}
+		if v > 0 && bucketOf(v-1) > bucketOf(v) {
+			t.Errorf("buckets not monotonic at %d", v)
+		}
+	}
+	var h histogram
+	for i := 1; i <= 1000; i++ {
+		h.record(time.Duration(i) * time.Millisecond)
+	}
+	for _, tc := range []struct {
+		q    float64
+		want uint64 // µs
+	}{{0.5, 500_000}, {0.9, 900_000}, {0.99, 990_000}, {1, 1_000_000}} {
+		got := h.quantile(tc.q)
+		if got < tc.want || float64(got-tc.want) > float64(tc.want)/100 {
+			t.Errorf("q%.2f = %d µs, want ≈ %d", tc.q, got, tc.want)
+		}
+	}
+	if h.max != 1_000_000 {
+		t.Errorf("max %d", h.max)
+	}
+}

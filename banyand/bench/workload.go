@@ -1,0 +1,291 @@
+package bench
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
+	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
+	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+)
+
+// Names in the schema the tool defines (see schema.go).
+const (
+	tagService  = "service"
+	tagInstance = "instance"
+	tagPayload  = "payload"
+	fieldValue  = "value"
+	fieldScore  = "score"
+	// instancesPerService shapes entities like a real deployment: entity e
+	// is instance e mod 10 of service e div 10.
+	instancesPerService = 10
+)
+
+// messages derives every message of a run from its seq, so the writers
+// share no state and verification can recompute what was written.
+type messages struct {
+	md         *commonv1.Metadata
+	entities   int64
+	baseMillis int64
+	runID      string  // prefix of stream element ids
+	nonce      float64 // measure score field: marks this run's points
+	payload    []byte  // shared, never modified
+}
+
+func (m *messages) entity(seq int64) int64 { return seq % m.entities }
+
+func (m *messages) millis(seq int64) int64 { return m.baseMillis + seq/m.entities }
+
+func (m *messages) timestamp(seq int64) *timestamppb.Timestamp {
+	ms := m.millis(seq)
+	return &timestamppb.Timestamp{Seconds: ms / 1000, Nanos: int32(ms%1000) * 1e6}
+}
+
+func (m *messages) elementID(seq int64) string {
+	return m.runID + "-" + strconv.FormatInt(seq, 10)
+}
+
+// seqOfElement parses an element id of this run; -1 if it is not one.
+func (m *messages) seqOfElement(id string) int64 {
+	rest, ok := strings.CutPrefix(id, m.runID+"-")
+	if !ok {
+		return -1
+	}
+	seq, err := strconv.ParseInt(rest, 10, 64)
+	if err != nil || seq < 0 {
+		return -1
+	}
+	return seq
+}
+
+func (m *messages) entityTags(e int64) []*modelv1.TagValue {
+	return []*modelv1.TagValue{
+		{Value: &modelv1.TagValue_Str{Str: &modelv1.Str{Value: "svc-" + strconv.FormatInt(e/instancesPerService, 10)}}},
+		{Value: &modelv1.TagValue_Int{Int: &modelv1.Int{Value: e % instancesPerService}}},
+	}
+}
+
+// entityCriteria selects entity e by its entity tags, which lets the
+// server seek to the series instead of scanning.
+func (m *messages) entityCriteria(e int64) *modelv1.Criteria {
+	tags := m.entityTags(e)
+	cond := func(name string, v *modelv1.TagValue) *modelv1.Criteria {
+		return &modelv1.Criteria{Exp: &modelv1.Criteria_Condition{Condition: &modelv1.Condition{
+			Name: name, Op: modelv1.Condition_BINARY_OP_EQ, Value: v,
+		}}}
+	}
+	return &modelv1.Criteria{Exp: &modelv1.Criteria_Le{Le: &modelv1.LogicalExpression{
+		Op:    modelv1.LogicalExpression_LOGICAL_OP_AND,
+		Left:  cond(tagService, tags[0]),
+		Right: cond(tagInstance, tags[1]),
+	}}}
+}
+
+// writeClient is one open bidi Write stream. send is called by the send
+// loop only, recv by the receive loop only.
+type writeClient interface {
+	// send writes message seq as message id; the first message of a
+	// stream carries the metadata. It returns the request's size.
+	send(id uint64, seq int64) (int, error)
+	recv() (id uint64, status string, err error)
+	closeSend() error
+}
+
+// page is one verification query: entity e, timestamps [fromMs, toMs),
+// offset/limit. It returns the seqs of this run's messages it found and
+// how many results the page held in all.
+type pageQuery struct {
+	entity        int64
+	fromMs, toMs  int64
+	offset, limit uint32
+}
+
+// workload is what differs between streams and measures.
+type workload interface {
+	openWrite(ctx context.Context) (writeClient, error)
+	queryPage(ctx context.Context, q pageQuery) (seqs []int64, results int, err error)
+}
+
+func timeRange(fromMs, toMs int64) *modelv1.TimeRange {
+	ts := func(ms int64) *timestamppb.Timestamp {
+		return &timestamppb.Timestamp{Seconds: ms / 1000, Nanos: int32(ms%1000) * 1e6}
+	}
+	return &modelv1.TimeRange{Begin: ts(fromMs), End: ts(toMs)}
+}
+
+// streamWorkload writes elements with a run-unique element id.
+type streamWorkload struct {
+	msgs   *messages
+	client streamv1.StreamServiceClient
+}
+
+func newStreamWorkload(m *messages, conn grpc.ClientConnInterface) *streamWorkload {
+	return &streamWorkload{msgs: m, client: streamv1.NewStreamServiceClient(conn)}
+}
+
+func (w *streamWorkload) openWrite(ctx context.Context) (writeClient, error) {
+	ws, err := w.client.Write(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// One request and element reused per stream: Send has encoded the
+	// message when it returns, and only the send loop touches them.
+	el := &streamv1.ElementValue{TagFamilies: []*modelv1.TagFamilyForWrite{
+		{}, {Tags: []*modelv1.TagValue{{Value: &modelv1.TagValue_BinaryData{BinaryData: w.msgs.payload}}}},
+	}}
+	return &streamWriter{msgs: w.msgs, ws: ws, req: &streamv1.WriteRequest{Element: el}}, nil
+}
+
+type streamWriter struct {
+	msgs *messages
+	ws   streamv1.StreamService_WriteClient
+	req  *streamv1.WriteRequest
+}
+
+func (s *streamWriter) send(id uint64, seq int64) (int, error) {
+	s.req.Metadata = nil
+	if id == 1 {
+		s.req.Metadata = s.msgs.md
+	}
+	s.req.MessageId = id
+	el := s.req.Element
+	el.ElementId = s.msgs.elementID(seq)
+	el.Timestamp = s.msgs.timestamp(seq)
+	el.TagFamilies[0].Tags = s.msgs.entityTags(s.msgs.entity(seq))
+	n := proto.Size(s.req)
+	return n, s.ws.Send(s.req)
+}
+
+func (s *streamWriter) recv() (uint64, string, error) {
+	r, err := s.ws.Recv()
+	return r.GetMessageId(), r.GetStatus(), err
+}
+
+func (s *streamWriter) closeSend() error { return s.ws.CloseSend() }
+
+func (w *streamWorkload) queryPage(ctx context.Context, q pageQuery) ([]int64, int, error) {
+	resp, err := w.client.Query(ctx, &streamv1.QueryRequest{
+		Groups:    []string{w.msgs.md.GetGroup()},
+		Name:      w.msgs.md.GetName(),
+		TimeRange: timeRange(q.fromMs, q.toMs),
+		Criteria:  w.msgs.entityCriteria(q.entity),
+		Offset:    q.offset,
+		Limit:     q.limit,
+		OrderBy:   &modelv1.QueryOrder{Sort: modelv1.Sort_SORT_ASC},
+		// No tag projection: the element id and timestamp identify a
+		// message, and the payload would only make pages bigger.
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	var seqs []int64
+	for _, el := range resp.GetElements() {
+		seq := w.msgs.seqOfElement(el.GetElementId())
+		if seq < 0 || w.msgs.entity(seq) != q.entity || el.GetTimestamp().AsTime().UnixMilli() != w.msgs.millis(seq) {
+			continue
+		}
+		seqs = append(seqs, seq)
+	}
+	return seqs, len(resp.GetElements()), nil
+}
+
+// measureWorkload writes data points, each a unique (entity, timestamp)
+// pair, whose int field is the seq and float field the run's nonce.
+type measureWorkload struct {
+	msgs   *messages
+	client measurev1.MeasureServiceClient
+}
+
+func newMeasureWorkload(m *messages, conn grpc.ClientConnInterface) *measureWorkload {
+	return &measureWorkload{msgs: m, client: measurev1.NewMeasureServiceClient(conn)}
+}
+
+func (w *measureWorkload) openWrite(ctx context.Context) (writeClient, error) {
+	ws, err := w.client.Write(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dp := &measurev1.DataPointValue{
+		TagFamilies: []*modelv1.TagFamilyForWrite{
+			{}, {Tags: []*modelv1.TagValue{{Value: &modelv1.TagValue_BinaryData{BinaryData: w.msgs.payload}}}},
+		},
+		Fields: []*modelv1.FieldValue{
+			{Value: &modelv1.FieldValue_Int{Int: &modelv1.Int{}}},
+			{Value: &modelv1.FieldValue_Float{Float: &modelv1.Float{Value: w.msgs.nonce}}},
+		},
+	}
+	return &measureWriter{msgs: w.msgs, ws: ws, req: &measurev1.WriteRequest{DataPoint: dp}}, nil
+}
+
+type measureWriter struct {
+	msgs *messages
+	ws   measurev1.MeasureService_WriteClient
+	req  *measurev1.WriteRequest
+}
+
+func (s *measureWriter) send(id uint64, seq int64) (int, error) {
+	s.req.Metadata = nil
+	if id == 1 {
+		s.req.Metadata = s.msgs.md
+	}
+	s.req.MessageId = id
+	dp := s.req.DataPoint
+	dp.Timestamp = s.msgs.timestamp(seq)
+	dp.TagFamilies[0].Tags = s.msgs.entityTags(s.msgs.entity(seq))
+	dp.Fields[0].GetInt().Value = seq
+	n := proto.Size(s.req)
+	return n, s.ws.Send(s.req)
+}
+
+func (s *measureWriter) recv() (uint64, string, error) {
+	r, err := s.ws.Recv()
+	return r.GetMessageId(), r.GetStatus(), err
+}
+
+func (s *measureWriter) closeSend() error { return s.ws.CloseSend() }
+
+func (w *measureWorkload) queryPage(ctx context.Context, q pageQuery) ([]int64, int, error) {
+	resp, err := w.client.Query(ctx, &measurev1.QueryRequest{
+		Groups:          []string{w.msgs.md.GetGroup()},
+		Name:            w.msgs.md.GetName(),
+		TimeRange:       timeRange(q.fromMs, q.toMs),
+		Criteria:        w.msgs.entityCriteria(q.entity),
+		FieldProjection: &measurev1.QueryRequest_FieldProjection{Names: []string{fieldValue, fieldScore}},
+		Offset:          q.offset,
+		Limit:           q.limit,
+		OrderBy:         &modelv1.QueryOrder{Sort: modelv1.Sort_SORT_ASC},
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	var seqs []int64
+	for _, dp := range resp.GetDataPoints() {
+		k := dp.GetTimestamp().AsTime().UnixMilli() - w.msgs.baseMillis
+		if k < 0 {
+			continue
+		}
+		seq := k*w.msgs.entities + q.entity
+		var value int64
+		var score float64
+		for _, f := range dp.GetFields() {
+			switch f.GetName() {
+			case fieldValue:
+				value = f.GetValue().GetInt().GetValue()
+			case fieldScore:
+				score = f.GetValue().GetFloat().GetValue()
+			}
+		}
+		// A point of another run at the same (entity, time) is not ours.
+		if value != seq || score != w.msgs.nonce {
+			continue
+		}
+		seqs = append(seqs, seq)
+	}
+	return seqs, len(resp.GetDataPoints()), nil
+}

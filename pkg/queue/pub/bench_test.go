@@ -1,0 +1,182 @@
+package pub_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
+	"github.com/banyand-io/banyand/pkg/queue"
+	"github.com/banyand-io/banyand/pkg/queue/pub"
+)
+
+// Both benchmarks publish benchMsgBytes-byte messages to one real sub
+// server over loopback, whose listener accepts everything at once, so the
+// difference between them is the publisher's own cost.
+const (
+	benchMsgBytes = 300
+	benchWindow   = 8192 // futures a benchmark goroutine keeps outstanding
+)
+
+// cpuTime is the process's user+system CPU time: on a shared machine it
+// measures the cost of a message better than the wall clock does.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func benchNode(b testing.TB) (*testNode, *atomic.Int64) {
+	var got atomic.Int64
+	n := startNode(b, "bench", false, map[queue.Topic]queue.Listener{
+		topic: queue.ListenerFunc(func(_ context.Context, bt queue.Batch) queue.Result {
+			got.Add(int64(len(bt.Messages)))
+			return queue.Result{}
+		}),
+	})
+	return n, &got
+}
+
+// BenchmarkPublish: concurrent publishers (one per GOMAXPROCS) through the
+// full client: routing, futures, batching, pipelining, acks.
+func BenchmarkPublish(b *testing.B) {
+	n, got := benchNode(b)
+	c := newClient(b, pub.Config{NodeName: "bench"}, newRouter(b, n))
+	payload := make([]byte, benchMsgBytes)
+	ctx := context.Background()
+	// Warm up: connect before the clock starts.
+	p := c.NewBatchPublisher(time.Minute)
+	f, err := p.Publish(ctx, topic, queue.Message{Group: group, Payload: payload})
+	if err != nil || f.Get(ctx) != nil {
+		b.Fatal(err)
+	}
+	p.Close()
+	before := c.Stats()
+	var shard atomic.Uint32
+	b.ReportAllocs()
+	b.ResetTimer()
+	start, cpu0 := time.Now(), cpuTime(b)
+	b.RunParallel(func(pb *testing.PB) {
+		p := c.NewBatchPublisher(time.Minute)
+		defer p.Close()
+		sh := shard.Add(1) % shardNum
+		ring := make([]queue.Future, benchWindow)
+		i := 0
+		for pb.Next() {
+			slot := &ring[i%benchWindow]
+			if *slot != nil {
+				if err := (*slot).Get(ctx); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+			f, err := p.Publish(ctx, topic, queue.Message{Group: group, Shard: sh, Payload: payload})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			*slot = f
+			i++
+		}
+		for _, f := range ring {
+			if f != nil {
+				if err := f.Get(ctx); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}
+	})
+	elapsed, cpu := time.Since(start), cpuTime(b)-cpu0
+	b.StopTimer()
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/msg")
+	after := c.Stats()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
+	if batches := after.BatchesSent - before.BatchesSent; batches > 0 {
+		b.ReportMetric(float64(after.MessagesSent-before.MessagesSent)/float64(batches), "msgs/batch")
+	}
+	if got.Load() < int64(b.N) {
+		b.Fatalf("listener got %d of %d", got.Load(), b.N)
+	}
+}
+
+// BenchmarkBaselineRawGRPC: the ceiling for the same transport. Pre-built
+// batches of pub.DefaultMaxBatchMessages messages, sent on one raw
+// QueueService stream with the same window of 8 batches in flight, acks
+// only counted: no routing, no futures, no per-message bookkeeping.
+func BenchmarkBaselineRawGRPC(b *testing.B) {
+	n, got := benchNode(b)
+	conn, err := grpc.NewClient(n.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(8<<20), grpc.WithInitialConnWindowSize(16<<20),
+		grpc.WithWriteBufferSize(512<<10), grpc.WithReadBufferSize(256<<10))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := clusterv1.NewQueueServiceClient(conn).Stream(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := st.Send(&clusterv1.StreamRequest{Frame: &clusterv1.StreamRequest_Hello{
+		Hello: &clusterv1.Hello{ProtocolVersion: 1, NodeName: "baseline"}}}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := st.Recv(); err != nil {
+		b.Fatal(err)
+	}
+	const size, window = pub.DefaultMaxBatchMessages, pub.DefaultMaxInFlightBatches
+	msgs := make([][]byte, size)
+	for i := range msgs {
+		msgs[i] = make([]byte, benchMsgBytes)
+	}
+	batches := (b.N + size - 1) / size
+	slots := make(chan struct{}, window)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the receive loop: frees a window slot per ack
+		defer wg.Done()
+		for range batches {
+			resp, err := st.Recv()
+			if err != nil || resp.GetAck() == nil || resp.GetAck().GetBatchFailure() != nil {
+				b.Errorf("ack: %v %v", resp, err)
+				return
+			}
+			<-slots
+		}
+	}()
+	b.ReportAllocs()
+	b.ResetTimer()
+	start, cpu0 := time.Now(), cpuTime(b)
+	left := b.N
+	for id := range batches {
+		k := min(size, left)
+		left -= k
+		slots <- struct{}{}
+		req := &clusterv1.StreamRequest{Frame: &clusterv1.StreamRequest_Batch{Batch: &clusterv1.Batch{
+			BatchId: uint64(id + 1), Topic: string(topic), Messages: msgs[:k],
+		}}}
+		if err := st.Send(req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	wg.Wait()
+	elapsed, cpu := time.Since(start), cpuTime(b)-cpu0
+	b.StopTimer()
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/msg")
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
+	b.ReportMetric(size, "msgs/batch")
+	_ = st.CloseSend()
+	if got.Load() < int64(b.N) {
+		b.Fatalf("listener got %d of %d", got.Load(), b.N)
+	}
+}

@@ -1,0 +1,68 @@
+package pub
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/banyand-io/banyand/pkg/queue"
+	"github.com/banyand-io/banyand/pkg/route"
+)
+
+// Broadcast sends payload once to every distinct node holding a shard (any
+// copy) of group and waits for each node's reply until ctx is done. A
+// request belongs to its node: it is never re-placed, and a node that is
+// down, fails it or does not answer in time gets a Reply with Err set. The
+// request's deadline is ctx's, or BroadcastTimeout if ctx has none. The
+// error result is for failures before anything was sent (closed client,
+// unknown group, no nodes).
+func (c *Client) Broadcast(ctx context.Context, topic queue.Topic, group string, payload []byte) ([]queue.Reply, error) {
+	if c.closed.Load() {
+		return nil, fmt.Errorf("queue/pub: broadcast to %q: client %w", topic, queue.ErrClosed)
+	}
+	t := c.place.Current()
+	g, ok := t.Group(group)
+	if !ok {
+		return nil, fmt.Errorf("queue/pub: broadcast to %q: %w: %q", topic, route.ErrUnknownGroup, group)
+	}
+	var names []string
+	for sh := range g.ShardNum {
+		ns, err := t.Nodes(group, sh)
+		if err != nil {
+			return nil, fmt.Errorf("queue/pub: broadcast to %q for group %q: %w: %w", topic, group, queue.ErrNoNodes, err)
+		}
+		for _, rn := range ns {
+			if !slices.Contains(names, rn.Name) {
+				names = append(names, rn.Name)
+			}
+		}
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(c.cfg.BroadcastTimeout)
+	}
+	msgs := make([]msg, len(names))
+	replies := make([]queue.Reply, len(names))
+	for i, name := range names {
+		m := &msgs[i]
+		m.topic, m.group, m.payload, m.deadline = topic, group, payload, deadline.UnixNano()
+		m.x = &msgExtra{pinned: true, node: name}
+		replies[i].Node = name
+		if err := c.publish(ctx, m); err != nil {
+			replies[i].Err = err
+			m.resolve(err, nil)
+		}
+	}
+	for i := range msgs {
+		if replies[i].Err != nil {
+			continue
+		}
+		if err := msgs[i].Get(ctx); err != nil {
+			replies[i].Err = err
+			continue
+		}
+		replies[i].Payload = msgs[i].x.reply
+	}
+	return replies, nil
+}

@@ -1,0 +1,346 @@
+package pub_test
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/banyand-io/banyand/pkg/queue"
+	"github.com/banyand-io/banyand/pkg/queue/pub"
+	"github.com/banyand-io/banyand/pkg/queue/sub"
+	"github.com/banyand-io/banyand/pkg/route"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+const (
+	group    = "g"
+	shardNum = 8
+	waitMax  = 20 * time.Second // bounds every poll: never fires on a healthy run
+)
+
+// testNode is a real subscriber on 127.0.0.1:0, optionally behind a proxy.
+type testNode struct {
+	name     string
+	srv      *sub.Server
+	addr     string // what the placement table advertises
+	proxy    *proxy // nil unless behindProxy
+	served   chan error
+	stopOnce sync.Once
+}
+
+func startNode(t testing.TB, name string, behindProxy bool, topics map[queue.Topic]queue.Listener) *testNode {
+	t.Helper()
+	srv := sub.New(sub.Config{NodeName: name}, nil)
+	for topic, l := range topics {
+		if err := srv.Subscribe(topic, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &testNode{name: name, srv: srv, addr: lis.Addr().String(), served: make(chan error, 1)}
+	go func() { n.served <- srv.Serve(lis) }()
+	if behindProxy {
+		n.proxy = newProxy(t, n.addr)
+		n.addr = n.proxy.addr()
+	}
+	t.Cleanup(func() { n.stop(t, time.Second) })
+	return n
+}
+
+// stop stops the server; a zero grace makes it abrupt (connections cut,
+// listeners' contexts cancelled).
+func (n *testNode) stop(t testing.TB, grace time.Duration) {
+	n.stopOnce.Do(func() {
+		if n.proxy != nil {
+			n.proxy.close()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		_ = n.srv.Stop(ctx)
+		select {
+		case <-n.served:
+		case <-time.After(waitMax):
+			t.Errorf("node %s: Serve did not return after Stop", n.name)
+		}
+	})
+}
+
+func (n *testNode) routeNode() route.Node { return route.Node{Name: n.name, Addr: n.addr} }
+
+func newRouter(t testing.TB, nodes ...*testNode) *route.Router {
+	t.Helper()
+	r := route.NewRouter()
+	setNodes(t, r, nodes...)
+	return r
+}
+
+func setNodes(t testing.TB, r *route.Router, nodes ...*testNode) {
+	t.Helper()
+	rn := make([]route.Node, len(nodes))
+	for i, n := range nodes {
+		rn[i] = n.routeNode()
+	}
+	if _, err := r.Update(rn, []route.Group{{Name: group, ShardNum: shardNum}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fastConfig shortens every timer so fault tests finish quickly.
+func fastConfig() pub.Config {
+	return pub.Config{
+		NodeName:         "liaison-test",
+		RetryBudget:      200 * time.Millisecond,
+		StallTimeout:     200 * time.Millisecond,
+		HandshakeTimeout: 300 * time.Millisecond,
+		TickInterval:     5 * time.Millisecond,
+		MaxBackoff:       100 * time.Millisecond,
+	}
+}
+
+func newClient(t testing.TB, cfg pub.Config, p pub.Placement) *pub.Client {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// Logs go to the test log: quiet on success, there on failure.
+	c := pub.New(cfg, pub.Deps{Placement: p, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = c.Close(ctx)
+	})
+	return c
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// eventually polls cond until it holds or waitMax passes.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitMax)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// recorder is a listener that records the payloads it persisted, and can
+// be held (blocked) to play a slow or stuck data node.
+type recorder struct {
+	mu    sync.Mutex
+	seen  map[string]int
+	calls int
+	gate  chan struct{} // nil: never blocks
+}
+
+func newRecorder(held bool) *recorder {
+	r := &recorder{seen: map[string]int{}}
+	if held {
+		r.gate = make(chan struct{})
+	}
+	return r
+}
+
+func (r *recorder) Handle(ctx context.Context, b queue.Batch) queue.Result {
+	r.mu.Lock()
+	r.calls++
+	gate := r.gate
+	r.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return queue.Result{Errs: fill(len(b.Messages), ctx.Err())}
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range b.Messages {
+		r.seen[string(m)]++
+	}
+	return queue.Result{}
+}
+
+func fill(n int, err error) []error {
+	errs := make([]error, n)
+	for i := range errs {
+		errs[i] = err
+	}
+	return errs
+}
+
+func (r *recorder) release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gate != nil {
+		close(r.gate)
+		r.gate = nil
+	}
+}
+
+func (r *recorder) has(payload string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seen[payload] > 0
+}
+
+func (r *recorder) count() (distinct, calls int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.seen), r.calls
+}
+
+// proxy forwards TCP to a target and can be paused (it stops copying bytes
+// but keeps connections open: a node that stops answering) or closed (every
+// connection cut: a node that died).
+type proxy struct {
+	lis    net.Listener
+	target string
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	resume chan struct{} // non-nil while paused; closed on resume
+	conns  map[net.Conn]struct{}
+	done   chan struct{}
+	closed bool
+}
+
+func newProxy(t testing.TB, target string) *proxy {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{lis: lis, target: target, conns: map[net.Conn]struct{}{}, done: make(chan struct{})}
+	p.wg.Add(1)
+	go p.accept()
+	return p
+}
+
+func (p *proxy) addr() string { return p.lis.Addr().String() }
+
+func (p *proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.lis.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		if !p.track(c, up) {
+			return
+		}
+		p.wg.Add(2)
+		go p.pipe(c, up)
+		go p.pipe(up, c)
+	}
+}
+
+func (p *proxy) track(cs ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		for _, c := range cs {
+			c.Close()
+		}
+		return false
+	}
+	for _, c := range cs {
+		p.conns[c] = struct{}{}
+	}
+	return true
+}
+
+func (p *proxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	defer dst.Close()
+	defer src.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if !p.waitResumed() {
+				return
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *proxy) waitResumed() bool {
+	p.mu.Lock()
+	ch := p.resume
+	p.mu.Unlock()
+	if ch == nil {
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	case <-p.done:
+		return false
+	}
+}
+
+func (p *proxy) pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.resume == nil {
+		p.resume = make(chan struct{})
+	}
+}
+
+func (p *proxy) unpause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.resume != nil {
+		close(p.resume)
+		p.resume = nil
+	}
+}
+
+// close cuts every connection and stops accepting.
+func (p *proxy) close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	close(p.done)
+	p.lis.Close()
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}

@@ -1,0 +1,109 @@
+package pub
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/banyand-io/banyand/pkg/queue"
+	"github.com/banyand-io/banyand/pkg/route"
+)
+
+// route picks m's node in t: its primary, or the first node of its failover
+// order that is not marked down, or, if all are down, the first one (the
+// message waits there for its node to return or its deadline).
+func (c *Client) route(t *route.Table, nodes map[string]*node, m *msg) (*node, error) {
+	if m.pinned() {
+		if n := nodes[m.x.node]; n != nil && !n.down.Load() {
+			return n, nil
+		}
+		return nil, fmt.Errorf("queue/pub: %q request to node %s: the node is down or gone: %w", m.topic, m.x.node, queue.ErrNoNodes)
+	}
+	if p := m.pub; p != nil {
+		rc := p.route.Load()
+		if rc == nil || rc.t != t || rc.group != m.group {
+			rc = newRouteCache(t, nodes, m.group)
+			p.route.Store(rc)
+		}
+		if int(m.shard) < len(rc.shards) {
+			if n := rc.shards[m.shard]; n != nil && !n.down.Load() {
+				return n, nil
+			}
+		}
+	}
+	ns, err := t.Nodes(m.group, m.shard)
+	if err != nil {
+		return nil, routeErr(m, err)
+	}
+	if n := nodes[ns[0].Name]; n != nil && !n.down.Load() {
+		return n, nil
+	}
+	return c.failover(t, nodes, m, "", nil)
+}
+
+// routeCache maps one group's shards to their primary nodes in one table.
+type routeCache struct {
+	t      *route.Table
+	group  string
+	shards []*node // nil: look it up the slow way
+}
+
+func newRouteCache(t *route.Table, nodes map[string]*node, group string) *routeCache {
+	rc := &routeCache{t: t, group: group}
+	g, ok := t.Group(group)
+	if !ok {
+		return rc
+	}
+	rc.shards = make([]*node, g.ShardNum)
+	for s := range g.ShardNum {
+		if ns, err := t.Nodes(group, s); err == nil {
+			rc.shards[s] = nodes[ns[0].Name]
+		}
+	}
+	return rc
+}
+
+// orderCache memoizes Table.Order for one re-placement pass.
+type orderKey struct {
+	group string
+	shard uint32
+}
+
+func (c *Client) failover(t *route.Table, nodes map[string]*node, m *msg, avoid string,
+	cache map[orderKey][]route.Node,
+) (*node, error) {
+	k := orderKey{m.group, m.shard}
+	order, ok := cache[k]
+	if !ok {
+		var err error
+		if order, err = t.Order(m.group, m.shard); err != nil {
+			return nil, routeErr(m, err)
+		}
+		if cache != nil {
+			cache[k] = order
+		}
+	}
+	var fallback *node
+	for _, rn := range order {
+		n := nodes[rn.Name]
+		if n == nil {
+			continue
+		}
+		if fallback == nil {
+			fallback = n
+		}
+		if rn.Name != avoid && !n.down.Load() {
+			return n, nil
+		}
+	}
+	if fallback == nil {
+		return nil, fmt.Errorf("queue/pub: %q message for group %q shard %d: %w", m.topic, m.group, m.shard, queue.ErrNoNodes)
+	}
+	return fallback, nil
+}
+
+func routeErr(m *msg, err error) error {
+	if errors.Is(err, route.ErrNoNodes) {
+		return fmt.Errorf("queue/pub: %q message for group %q shard %d: %w: %w", m.topic, m.group, m.shard, queue.ErrNoNodes, err)
+	}
+	return fmt.Errorf("queue/pub: cannot place %q message for group %q shard %d: %w", m.topic, m.group, m.shard, err)
+}

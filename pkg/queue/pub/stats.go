@@ -1,0 +1,55 @@
+package pub
+
+import (
+	"slices"
+	"strings"
+)
+
+// NodeStats are one node's gauges.
+type NodeStats struct {
+	Name, Addr string
+	// Down: routed around (unreachable past the retry budget, refused our
+	// protocol, or left the table).
+	Down bool
+	// InFlightBatches are sent and not yet acked, over all its streams.
+	InFlightBatches int64
+	// BytesInUse are payload bytes queued for it or in flight to it; Publish
+	// blocks while they would exceed MaxBytesPerNode.
+	BytesInUse int64
+}
+
+// Stats is a snapshot of the client's counters and gauges, for metrics.
+type Stats struct {
+	Nodes []NodeStats // sorted by name; includes nodes still draining after leaving the table
+	// BytesInUse sums the nodes' BytesInUse.
+	BytesInUse int64
+	// Reconnects counts streams re-opened after a break.
+	Reconnects int64
+	// Replaced counts messages moved to another node than the one they
+	// were queued for or sent to.
+	Replaced int64
+	// BatchesSent and MessagesSent count frames and messages written,
+	// resends included; their ratio is the mean batch size.
+	BatchesSent, MessagesSent int64
+}
+
+// Stats returns the current counters and gauges. It takes a lock per
+// node, not meant for every message.
+func (c *Client) Stats() Stats {
+	st := Stats{
+		Reconnects: c.reconnects.Load(), Replaced: c.replaced.Load(),
+		BatchesSent: c.batches.Load(), MessagesSent: c.sent.Load(),
+	}
+	c.mu.Lock()
+	for n := range c.all {
+		ns := NodeStats{
+			Name: n.name, Addr: n.addr, Down: n.down.Load(),
+			InFlightBatches: n.inflight.Load(), BytesInUse: n.usedBytes(),
+		}
+		st.BytesInUse += ns.BytesInUse
+		st.Nodes = append(st.Nodes, ns)
+	}
+	c.mu.Unlock()
+	slices.SortFunc(st.Nodes, func(a, b NodeStats) int { return strings.Compare(a.Name, b.Name) })
+	return st
+}
