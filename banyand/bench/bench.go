@@ -98,7 +98,14 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Report, erro
 		Streams: cfg.Streams, Entities: cfg.Entities, PayloadBytes: cfg.PayloadBytes, Rate: cfg.Rate,
 		Errors: map[string]uint64{},
 	}
+	stopProfiles, err := cfg.Profiles.start()
+	if err != nil {
+		return Report{}, err
+	}
 	acked := writePhase(ctx, cfg, w, &rep, progress)
+	if err := stopProfiles(); err != nil {
+		fmt.Fprintln(progress, "bench: writing profiles:", err)
+	}
 	if cfg.Verify == optTrue {
 		if ctx.Err() != nil {
 			rep.Verify = &VerifyReport{Checked: uint64(len(acked)), Error: "interrupted before verification"}

@@ -75,6 +75,9 @@ type Config struct {
 	ConnectTimeout time.Duration
 	Timeout        time.Duration // 0: derived from count/duration
 	StallTimeout   time.Duration
+
+	// Profiles of the write phase, for finding what bounds throughput.
+	Profiles Profiles
 }
 
 // RegisterFlags binds the config to flags with their defaults.
@@ -101,6 +104,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", DefaultConnect, "how long to wait for the target to accept a connection and answer the first call")
 	fs.DurationVar(&c.Timeout, "timeout", 0, "bound on the whole write phase; 0 derives it: duration (or count at --rate, or at 1000 msg/s) plus 1m")
 	fs.DurationVar(&c.StallTimeout, "stall-timeout", DefaultStall, "give up when no response arrives for this long while messages are outstanding")
+	c.Profiles.registerFlags(fs)
 }
 
 // Validate reports every bad setting at once.

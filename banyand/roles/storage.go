@@ -1,0 +1,214 @@
+package roles
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
+	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
+	"github.com/banyand-io/banyand/banyand/liaison"
+	"github.com/banyand-io/banyand/banyand/storage"
+	"github.com/banyand-io/banyand/pkg/queue/sub"
+	"github.com/banyand-io/banyand/pkg/registry/etcd"
+	"github.com/banyand-io/banyand/pkg/run"
+)
+
+// DefaultStorageHTTPAddr is where a data node serves /metrics and health.
+const DefaultStorageHTTPAddr = "127.0.0.1:17915"
+
+// Storage is a data node: the cluster-protocol subscriber in front of the
+// storage engine, registered in etcd so liaisons route to it.
+type Storage struct {
+	GRPCAddr      string
+	AdvertiseAddr string
+	HTTPAddr      string
+	DataPath      string
+	NodeName      string
+	Capacity      uint
+	Etcd          etcd.ClientConfig
+	NodeTTL       time.Duration
+	Sub           sub.Config
+
+	mu   sync.Mutex
+	lis  net.Listener
+	http *httpServer
+}
+
+// RegisterFlags implements cli.Role.
+func (s *Storage) RegisterFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&s.GRPCAddr, "grpc-addr", DefaultClusterAddr, "host:port of the cluster protocol (liaisons connect here)")
+	fs.StringVar(&s.AdvertiseAddr, "advertise-addr", "", "address liaisons should dial, registered in etcd (default: the bound --grpc-addr)")
+	fs.StringVar(&s.HTTPAddr, "http-addr", DefaultStorageHTTPAddr, "host:port for /metrics, /healthz and /readyz; empty disables")
+	fs.StringVar(&s.DataPath, "data-path", DefaultDataPath, "directory for this node's data")
+	fs.StringVar(&s.NodeName, "node-name", "", "this data node's name in the registry; keeps its shards across restarts (default: derived from the advertised address)")
+	fs.UintVar(&s.Capacity, "capacity", 0, "relative capacity: a node of capacity 2 takes about twice the shards of one of capacity 1 (0 = 1)")
+	fs.DurationVar(&s.NodeTTL, "node-lease-ttl", etcd.DefaultNodeTTL, "how long this node stays routable after it dies without deregistering (whole seconds)")
+	fs.IntVar(&s.Sub.MaxRecvMsgSize, "max-recv-msg-size", sub.DefaultMaxRecvMsgSize, "largest cluster-protocol batch accepted, in bytes")
+	s.Etcd.RegisterFlags(fs)
+}
+
+// Validate implements cli.Role.
+func (s *Storage) Validate() error {
+	errs := []error{checkAddr("--grpc-addr", s.GRPCAddr), s.Etcd.Validate(), s.Sub.Validate(),
+		(&etcd.NodeConfig{TTL: s.NodeTTL}).Validate()}
+	if s.AdvertiseAddr != "" {
+		errs = append(errs, checkAddr("--advertise-addr", s.AdvertiseAddr))
+	}
+	if s.HTTPAddr != "" {
+		errs = append(errs, checkAddr("--http-addr", s.HTTPAddr))
+	}
+	if s.DataPath == "" {
+		errs = append(errs, errors.New("--data-path is required"))
+	}
+	if strings.ContainsAny(s.NodeName, "/\x00") {
+		errs = append(errs, fmt.Errorf("--node-name %q: must not contain '/'", s.NodeName))
+	}
+	return errors.Join(errs...)
+}
+
+// SetDefaults fills what flags would, for callers that build the role in code.
+func (s *Storage) SetDefaults() {
+	s.RegisterFlags(pflag.NewFlagSet("storage", pflag.ContinueOnError))
+}
+
+// ClusterAddr is the bound cluster-protocol address; empty before start.
+func (s *Storage) ClusterAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lis == nil {
+		return ""
+	}
+	return s.lis.Addr().String()
+}
+
+// Components implements cli.Role.
+func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
+	cli, err := etcd.NewClient(s.Etcd)
+	if err != nil {
+		return nil, err
+	}
+	schema := etcd.New(etcd.Config{Namespace: s.Etcd.Namespace}, cli, logger.With("component", "registry"))
+	registrar, err := etcd.NewNodeRegistrar(etcd.NodeConfig{Namespace: s.Etcd.Namespace, TTL: s.NodeTTL}, cli, logger.With("component", "node-registrar"))
+	if err != nil {
+		return nil, err
+	}
+	// The data node follows the schema only for group options: segment
+	// length and retention. Writes carry everything else.
+	cache := liaison.NewSchemaCache(logger.With("component", "schema"), nil)
+	store := storage.New(storage.Config{Dir: storageDir(s.DataPath)}, cache, logger)
+	subCfg := s.Sub
+	server := sub.New(subCfg, logger.With("component", "subscriber"))
+	s.http = newHTTPServer(s.HTTPAddr, logger)
+
+	serveSub := &subscriberComponent{role: s, server: server, store: store, logger: logger}
+	return []run.Component{
+		s.http,
+		&funcComponent{name: "etcd-client", stop: func(context.Context) error { return cli.Close() }},
+		&schemaWatch{watcher: schema, cache: cache, logger: logger},
+		store,
+		&retention{store: store, ttls: cache.TTLs, logger: logger},
+		serveSub,
+		&registration{role: s, registrar: registrar, logger: logger},
+		readyMarker{s.http},
+	}, nil
+}
+
+// subscriberComponent serves the cluster protocol in front of the store.
+type subscriberComponent struct {
+	role   *Storage
+	server *sub.Server
+	store  *storage.Store
+	logger *slog.Logger
+}
+
+func (c *subscriberComponent) Name() string { return "subscriber" }
+
+func (c *subscriberComponent) Start(context.Context) error {
+	if err := c.store.Subscribe(c.server); err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", c.role.GRPCAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", c.role.GRPCAddr, err)
+	}
+	c.role.mu.Lock()
+	c.role.lis = lis
+	c.role.mu.Unlock()
+	c.logger.Info("cluster protocol listening", "addr", lis.Addr().String())
+	return nil
+}
+
+func (c *subscriberComponent) Serve(context.Context) error {
+	return c.server.Serve(c.role.lis)
+}
+
+func (c *subscriberComponent) Stop(ctx context.Context) error { return c.server.Stop(ctx) }
+
+// registration keeps the node registered while the role runs; it is
+// stopped first, so liaisons stop routing here before the node drains.
+type registration struct {
+	role      *Storage
+	registrar interface {
+		Register(ctx context.Context, n *databasev1.Node) error
+	}
+	logger *slog.Logger
+}
+
+func (r *registration) Name() string { return "node-registration" }
+
+func (r *registration) Serve(ctx context.Context) error {
+	addr := r.role.AdvertiseAddr
+	if addr == "" {
+		addr = advertised(r.role.ClusterAddr())
+	}
+	name := r.role.NodeName
+	if name == "" {
+		name = "data-" + sanitizeName(addr)
+	}
+	n := &databasev1.Node{
+		Metadata:    &commonv1.Metadata{Name: name},
+		Roles:       []databasev1.Role{databasev1.Role_ROLE_DATA},
+		GrpcAddress: addr,
+		HttpAddress: r.role.http.Addr(),
+		CreatedAt:   timestamppb.Now(),
+	}
+	if r.role.Capacity > 0 {
+		n.Labels = map[string]string{"capacity": fmt.Sprint(r.role.Capacity)}
+	}
+	r.logger.Info("registering data node", "node", name, "addr", addr)
+	err := r.registrar.Register(ctx, n)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// advertised turns a bound address into one others can dial: an
+// unspecified host (0.0.0.0, ::) becomes this machine's hostname.
+func advertised(bound string) string {
+	host, port, err := net.SplitHostPort(bound)
+	if err != nil {
+		return bound
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		if h, err := os.Hostname(); err == nil {
+			return net.JoinHostPort(h, port)
+		}
+	}
+	return bound
+}
+
+// sanitizeName makes an address usable as a registry name.
+func sanitizeName(addr string) string {
+	return strings.NewReplacer(":", "-", "/", "-", "[", "", "]", "").Replace(addr)
+}
