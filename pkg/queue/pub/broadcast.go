@@ -3,15 +3,14 @@ package pub
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/banyand-io/banyand/pkg/queue"
 	"github.com/banyand-io/banyand/pkg/route"
 )
 
-// Broadcast sends payload once to every distinct node holding a shard (any
-// copy) of group and waits for each node's reply until ctx is done. A
+// Broadcast sends payload once to every live node (the group must be
+// known) and waits for each node's reply until ctx is done. A
 // request belongs to its node: it is never re-placed, and a node that is
 // down, fails it or does not answer in time gets a Reply with Err set. The
 // request's deadline is ctx's, or BroadcastTimeout if ctx has none. The
@@ -22,21 +21,19 @@ func (c *Client) Broadcast(ctx context.Context, topic queue.Topic, group string,
 		return nil, fmt.Errorf("queue/pub: broadcast to %q: client %w", topic, queue.ErrClosed)
 	}
 	t := c.place.Current()
-	g, ok := t.Group(group)
-	if !ok {
+	if _, ok := t.Group(group); !ok {
 		return nil, fmt.Errorf("queue/pub: broadcast to %q: %w: %q", topic, route.ErrUnknownGroup, group)
 	}
-	var names []string
-	for sh := range g.ShardNum {
-		ns, err := t.Nodes(group, sh)
-		if err != nil {
-			return nil, fmt.Errorf("queue/pub: broadcast to %q for group %q: %w: %w", topic, group, queue.ErrNoNodes, err)
-		}
-		for _, rn := range ns {
-			if !slices.Contains(names, rn.Name) {
-				names = append(names, rn.Name)
-			}
-		}
+	// Every live node is asked, not only the group's current owners: a
+	// shard's data stays where it was written, and failovers and
+	// rebalancing leave some of it on nodes that no longer own the shard.
+	members := t.Members()
+	if len(members) == 0 {
+		return nil, fmt.Errorf("queue/pub: broadcast to %q for group %q: %w", topic, group, queue.ErrNoNodes)
+	}
+	names := make([]string, len(members))
+	for i, n := range members {
+		names[i] = n.Name
 	}
 	deadline, ok := ctx.Deadline()
 	if !ok {
