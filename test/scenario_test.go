@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -144,7 +145,7 @@ func writeStream(t *testing.T, conn *grpc.ClientConn, reqs []*streamv1.WriteRequ
 	go func() {
 		for {
 			resp, err := ws.Recv()
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				recvDone <- nil
 				return
 			}
@@ -267,7 +268,7 @@ func checkMeasureRoundTrip(t *testing.T, conn *grpc.ClientConn, n, entities int)
 	acked := 0
 	for {
 		resp, err := ws.Recv()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

@@ -20,7 +20,8 @@ type schemaWatch struct {
 	logger  *slog.Logger
 
 	cancel context.CancelFunc
-	done   chan error
+	done   chan struct{} // closed when the watch returned, with err set
+	err    error
 }
 
 func (w *schemaWatch) Name() string { return "schema-watch" }
@@ -28,14 +29,17 @@ func (w *schemaWatch) Name() string { return "schema-watch" }
 func (w *schemaWatch) Start(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
-	w.done = make(chan error, 1)
-	go func() { w.done <- w.watcher.Watch(wctx, w.cache) }()
+	w.done = make(chan struct{})
+	go func() {
+		w.err = w.watcher.Watch(wctx, w.cache)
+		close(w.done)
+	}()
 	select {
 	case <-w.cache.Ready():
 		return nil
-	case err := <-w.done:
+	case <-w.done:
 		cancel()
-		return fmt.Errorf("schema watch ended before the first snapshot: %w", err)
+		return fmt.Errorf("schema watch ended before the first snapshot: %w", w.err)
 	case <-ctx.Done():
 		cancel()
 		<-w.done
@@ -46,9 +50,9 @@ func (w *schemaWatch) Start(ctx context.Context) error {
 func (w *schemaWatch) Stop(ctx context.Context) error {
 	w.cancel()
 	select {
-	case err := <-w.done:
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return err
+	case <-w.done:
+		if w.err != nil && !errors.Is(w.err, context.Canceled) {
+			return w.err
 		}
 		return nil
 	case <-ctx.Done():

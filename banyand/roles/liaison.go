@@ -119,7 +119,8 @@ type nodeWatch struct {
 
 	first  chan struct{}
 	cancel context.CancelFunc
-	done   chan error
+	done   chan struct{} // closed when the watch returned, with err set
+	err    error
 }
 
 func newNodeWatch(w node.Watcher, p *liaison.Placement, logger *slog.Logger) *nodeWatch {
@@ -131,10 +132,11 @@ func (w *nodeWatch) Name() string { return "node-watch" }
 func (w *nodeWatch) Start(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
-	w.done = make(chan error, 1)
+	w.done = make(chan struct{})
 	seen := false
 	go func() {
-		w.done <- w.watcher.Watch(wctx, func(u node.Update) {
+		defer close(w.done)
+		w.err = w.watcher.Watch(wctx, func(u node.Update) {
 			nodes := dataNodes(u.Nodes)
 			w.placement.SetNodes(nodes)
 			for _, ev := range u.Events {
@@ -149,9 +151,9 @@ func (w *nodeWatch) Start(ctx context.Context) error {
 	select {
 	case <-w.first:
 		return nil
-	case err := <-w.done:
+	case <-w.done:
 		cancel()
-		return fmt.Errorf("node watch ended before the first snapshot: %w", err)
+		return fmt.Errorf("node watch ended before the first snapshot: %w", w.err)
 	case <-ctx.Done():
 		cancel()
 		<-w.done

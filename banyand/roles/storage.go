@@ -186,11 +186,9 @@ func (r *registration) Serve(ctx context.Context) error {
 		n.Labels = map[string]string{"capacity": fmt.Sprint(r.role.Capacity)}
 	}
 	r.logger.Info("registering data node", "node", name, "addr", addr)
-	err := r.registrar.Register(ctx, n)
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
+	// After ctx is done Register returns nil, or why the node could not be
+	// deregistered (its lease then expires on its own).
+	return r.registrar.Register(ctx, n)
 }
 
 // advertised turns a bound address into one others can dial: an

@@ -213,21 +213,6 @@ func (c *Client) sync(t *route.Table) {
 	}
 }
 
-// ensureStarted starts the maintenance loop once; it reports false once
-// the client has stopped, when nothing may start any more.
-func (c *Client) ensureStarted() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.stopped {
-		return false
-	}
-	c.startOnce.Do(func() {
-		c.wg.Add(1)
-		go c.maintain()
-	})
-	return true
-}
-
 // now is a cheap clock for stamping deadlines: the last tick's time plus
 // one tick, so it is never behind the real time while ticks keep up and a
 // deadline is late by at most a tick, never early. Timers themselves

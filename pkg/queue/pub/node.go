@@ -114,10 +114,10 @@ func (n *node) resetConn(old *grpc.ClientConn) {
 		return
 	}
 	if n.conn.CompareAndSwap(old, conn) {
-		old.Close()
+		_ = old.Close()
 		return
 	}
-	conn.Close()
+	_ = conn.Close()
 }
 
 // enqueue queues m unless the node's budget is full (it returns the channel
@@ -384,7 +384,7 @@ func (n *node) stop() {
 		n.cancel()
 		n.wg.Wait()
 		if conn := n.conn.Load(); conn != nil {
-			conn.Close()
+			_ = conn.Close()
 		}
 	})
 }
