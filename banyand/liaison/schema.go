@@ -1,6 +1,7 @@
 package liaison
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,10 @@ type SchemaCache struct {
 	ready    chan struct{}
 	once     sync.Once
 
+	// changed is closed and replaced after every rebuild, waking WaitRevision.
+	changedMu sync.Mutex
+	changed   chan struct{}
+
 	// objects is the watcher's own copy of the store; only the watch
 	// goroutine touches it (Handler calls are serial).
 	objects map[registry.Key]registry.Object
@@ -41,7 +46,7 @@ type SchemaCache struct {
 
 // NewSchemaCache returns an empty cache; Ready is closed after the first Reset.
 func NewSchemaCache(logger *slog.Logger, onGroups func([]route.Group)) *SchemaCache {
-	c := &SchemaCache{logger: logger, onGroups: onGroups, ready: make(chan struct{}), objects: map[registry.Key]registry.Object{}}
+	c := &SchemaCache{logger: logger, onGroups: onGroups, ready: make(chan struct{}), changed: make(chan struct{}), objects: map[registry.Key]registry.Object{}}
 	c.cur.Store(&schemaSnapshot{groups: map[string]*commonv1.Group{}, streams: map[nameKey]*streamLayout{}, measures: map[nameKey]*measureLayout{}})
 	return c
 }
@@ -114,6 +119,29 @@ func (c *SchemaCache) rebuild(rev int64) {
 	c.cur.Store(s)
 	if c.onGroups != nil {
 		c.onGroups(routeGroups(s.groups))
+	}
+	c.changedMu.Lock()
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.changedMu.Unlock()
+}
+
+// WaitRevision waits until the cache reflects registry revision rev, so a
+// client that created a schema through this process can write with it at
+// once (read-your-writes), or until ctx is done.
+func (c *SchemaCache) WaitRevision(ctx context.Context, rev int64) error {
+	for {
+		c.changedMu.Lock()
+		ch := c.changed
+		c.changedMu.Unlock()
+		if c.snapshot().rev >= rev {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 

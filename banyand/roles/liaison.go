@@ -92,7 +92,7 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 	services := liaison.NewServices(liaison.WriteConfig{AckTimeout: l.server.AckTimeout}, liaison.Deps{
 		Logger: logger.With("component", "liaison"), Schema: cache, Queue: publisher,
 	})
-	meta := metadata.New(store)
+	meta := metadata.New(liaison.ReadYourWrites(store, cache))
 	l.http = newHTTPServer(l.HTTPAddr, logger)
 	l.grpc = newGRPCServer("client-grpc", l.server.GRPCAddr, logger, l.server.clientServerOptions(), func(s *grpc.Server) {
 		meta.Register(s)

@@ -73,7 +73,7 @@ func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 	services := liaison.NewServices(liaison.WriteConfig{AckTimeout: s.server.AckTimeout}, liaison.Deps{
 		Logger: logger.With("component", "liaison"), Schema: cache, Queue: q,
 	})
-	meta := metadata.New(reg)
+	meta := metadata.New(liaison.ReadYourWrites(reg, cache))
 	s.grpc = newGRPCServer("client-grpc", s.server.GRPCAddr, logger, s.server.clientServerOptions(), func(srv *grpc.Server) {
 		meta.Register(srv)
 		services.Register(srv)
