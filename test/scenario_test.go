@@ -319,3 +319,5 @@ func checkMeasureRoundTrip(t *testing.T, conn *grpc.ClientConn, n, entities int)
 		}
 	}
 }
+
+func timestampAfter(t time.Time) *timestamppb.Timestamp { return timestamppb.New(t.Add(time.Second)) }
