@@ -24,15 +24,17 @@ import (
 type Standalone struct {
 	server   serverFlags
 	DataPath string
+	HTTPAddr string
 
-	// Addr reports the client address once started (tests use port 0).
 	grpc *grpcServer
+	http *httpServer
 }
 
 // RegisterFlags implements cli.Role.
 func (s *Standalone) RegisterFlags(fs *pflag.FlagSet) {
 	s.server.register(fs, DefaultClientAddr)
 	fs.StringVar(&s.DataPath, "data-path", DefaultDataPath, "directory for the schema registry and the data")
+	fs.StringVar(&s.HTTPAddr, "http-addr", DefaultLiaisonHTTPAddr, "host:port for /metrics, /healthz and /readyz; empty disables")
 }
 
 // Validate implements cli.Role.
@@ -41,6 +43,9 @@ func (s *Standalone) Validate() error {
 	errs = append(errs, s.server.validate())
 	if s.DataPath == "" {
 		errs = append(errs, errors.New("--data-path is required"))
+	}
+	if s.HTTPAddr != "" {
+		errs = append(errs, checkAddr("--http-addr", s.HTTPAddr))
 	}
 	return errors.Join(errs...)
 }
@@ -54,6 +59,7 @@ func (s *Standalone) SetDefaults(addr, dataPath string) {
 		s.server.GRPCAddr = addr
 	}
 	s.DataPath = dataPath
+	s.HTTPAddr = ""
 }
 
 // ClientAddr is the bound client address; empty before the role started.
@@ -73,12 +79,14 @@ func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 	services := liaison.NewServices(liaison.WriteConfig{AckTimeout: s.server.AckTimeout}, liaison.Deps{
 		Logger: logger.With("component", "liaison"), Schema: cache, Queue: q,
 	})
+	s.http = newHTTPServer(s.HTTPAddr, logger)
 	meta := metadata.New(liaison.ReadYourWrites(reg, cache))
 	s.grpc = newGRPCServer("client-grpc", s.server.GRPCAddr, logger, s.server.clientServerOptions(), func(srv *grpc.Server) {
 		meta.Register(srv)
 		services.Register(srv)
 	})
 	return []run.Component{
+		s.http,
 		reg,
 		store,
 		&funcComponent{
@@ -96,5 +104,6 @@ func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 		&schemaWatch{watcher: reg, cache: cache, logger: logger},
 		&retention{store: store, ttls: cache.TTLs, logger: logger},
 		s.grpc,
+		readyMarker{s.http},
 	}, nil
 }
