@@ -64,7 +64,7 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Report, erro
 	// target; gRPC itself would only report it when the first call fails.
 	probe, err := (&net.Dialer{Timeout: cfg.ConnectTimeout}).DialContext(ctx, "tcp", target)
 	if err != nil {
-		return Report{}, fmt.Errorf("%w: %s: %v", ErrUnreachable, target, err)
+		return Report{}, fmt.Errorf("%w: %s: %w", ErrUnreachable, target, err)
 	}
 	_ = probe.Close()
 	conn, err := grpc.NewClient(target,
@@ -72,9 +72,9 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Report, erro
 		grpc.WithInitialWindowSize(4<<20), grpc.WithInitialConnWindowSize(8<<20),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
 	if err != nil {
-		return Report{}, fmt.Errorf("%w: %s: %v", ErrUnreachable, target, err)
+		return Report{}, fmt.Errorf("%w: %s: %w", ErrUnreachable, target, err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 
 	msgs, err := newMessages(cfg)
 	if err != nil {
@@ -133,14 +133,16 @@ func newMessages(cfg Config) (*messages, error) {
 	}
 	payload := make([]byte, cfg.PayloadBytes)
 	_, _ = rand.Read(payload)
-	return &messages{
+	m := &messages{
 		md:         &commonv1.Metadata{Group: cfg.Group, Name: cfg.Name},
 		entities:   int64(cfg.Entities),
 		baseMillis: time.Now().UnixMilli(),
 		runID:      "b" + hex.EncodeToString(id[:]),
 		nonce:      float64(nonce.Int64()) + 0.5,
 		payload:    payload,
-	}, nil
+	}
+	m.cacheEntityTags()
+	return m, nil
 }
 
 // writePhase runs the write streams, prints progress, fills rep and

@@ -117,7 +117,7 @@ type fakeStreams struct {
 func (f *fakeStreams) Write(s streamv1.StreamService_WriteServer) error {
 	for {
 		req, err := s.Recv()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			if f.hold {
 				<-s.Context().Done()
 			}

@@ -112,7 +112,7 @@ func ensureSchema(ctx context.Context, conn grpc.ClientConnInterface, cfg Config
 			return fmt.Errorf("create group %q: %w", cfg.Group, err)
 		}
 	case isCode(err, codes.Unavailable), isCode(err, codes.DeadlineExceeded):
-		return fmt.Errorf("%w: no answer within %s: %v", ErrUnreachable, connectTimeout, err)
+		return fmt.Errorf("%w: no answer within %s: %w", ErrUnreachable, connectTimeout, err)
 	case err != nil:
 		return fmt.Errorf("get group %q: %w", cfg.Group, err)
 	case got.GetGroup().GetCatalog() != catalog:

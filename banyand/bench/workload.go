@@ -36,16 +36,45 @@ type messages struct {
 	runID      string  // prefix of stream element ids
 	nonce      float64 // measure score field: marks this run's points
 	payload    []byte  // shared, never modified
+	// tags caches entityTags per entity (read-only once built), so the
+	// writers do not spend the client's CPU share rebuilding them; nil
+	// when there are too many entities to keep.
+	tags [][]*modelv1.TagValue
+}
+
+// maxCachedEntities bounds the entity tag cache (about 200 bytes each).
+const maxCachedEntities = 1 << 16
+
+// cacheEntityTags fills m.tags; call it before the writers start.
+func (m *messages) cacheEntityTags() {
+	if m.entities > maxCachedEntities {
+		return
+	}
+	m.tags = make([][]*modelv1.TagValue, m.entities)
+	for e := range m.tags {
+		m.tags[e] = m.entityTags(int64(e))
+	}
+}
+
+// writeTags returns entity e's tags for a write; the result is shared
+// and must not be modified.
+func (m *messages) writeTags(e int64) []*modelv1.TagValue {
+	if m.tags != nil {
+		return m.tags[e]
+	}
+	return m.entityTags(e)
+}
+
+// setTimestamp sets ts to message seq's timestamp (reusing ts, which the
+// writers own).
+func (m *messages) setTimestamp(ts *timestamppb.Timestamp, seq int64) {
+	ms := m.millis(seq)
+	ts.Seconds, ts.Nanos = ms/1000, int32(ms%1000)*1e6
 }
 
 func (m *messages) entity(seq int64) int64 { return seq % m.entities }
 
 func (m *messages) millis(seq int64) int64 { return m.baseMillis + seq/m.entities }
-
-func (m *messages) timestamp(seq int64) *timestamppb.Timestamp {
-	ms := m.millis(seq)
-	return &timestamppb.Timestamp{Seconds: ms / 1000, Nanos: int32(ms%1000) * 1e6}
-}
 
 func (m *messages) elementID(seq int64) string {
 	return m.runID + "-" + strconv.FormatInt(seq, 10)
@@ -136,7 +165,7 @@ func (w *streamWorkload) openWrite(ctx context.Context) (writeClient, error) {
 	}
 	// One request and element reused per stream: Send has encoded the
 	// message when it returns, and only the send loop touches them.
-	el := &streamv1.ElementValue{TagFamilies: []*modelv1.TagFamilyForWrite{
+	el := &streamv1.ElementValue{Timestamp: &timestamppb.Timestamp{}, TagFamilies: []*modelv1.TagFamilyForWrite{
 		{}, {Tags: []*modelv1.TagValue{{Value: &modelv1.TagValue_BinaryData{BinaryData: w.msgs.payload}}}},
 	}}
 	return &streamWriter{msgs: w.msgs, ws: ws, req: &streamv1.WriteRequest{Element: el}}, nil
@@ -156,8 +185,8 @@ func (s *streamWriter) send(id uint64, seq int64) (int, error) {
 	s.req.MessageId = id
 	el := s.req.Element
 	el.ElementId = s.msgs.elementID(seq)
-	el.Timestamp = s.msgs.timestamp(seq)
-	el.TagFamilies[0].Tags = s.msgs.entityTags(s.msgs.entity(seq))
+	s.msgs.setTimestamp(el.Timestamp, seq)
+	el.TagFamilies[0].Tags = s.msgs.writeTags(s.msgs.entity(seq))
 	n := proto.Size(s.req)
 	return n, s.ws.Send(s.req)
 }
@@ -212,6 +241,7 @@ func (w *measureWorkload) openWrite(ctx context.Context) (writeClient, error) {
 		return nil, err
 	}
 	dp := &measurev1.DataPointValue{
+		Timestamp: &timestamppb.Timestamp{},
 		TagFamilies: []*modelv1.TagFamilyForWrite{
 			{}, {Tags: []*modelv1.TagValue{{Value: &modelv1.TagValue_BinaryData{BinaryData: w.msgs.payload}}}},
 		},
@@ -236,8 +266,8 @@ func (s *measureWriter) send(id uint64, seq int64) (int, error) {
 	}
 	s.req.MessageId = id
 	dp := s.req.DataPoint
-	dp.Timestamp = s.msgs.timestamp(seq)
-	dp.TagFamilies[0].Tags = s.msgs.entityTags(s.msgs.entity(seq))
+	s.msgs.setTimestamp(dp.Timestamp, seq)
+	dp.TagFamilies[0].Tags = s.msgs.writeTags(s.msgs.entity(seq))
 	dp.Fields[0].GetInt().Value = seq
 	n := proto.Size(s.req)
 	return n, s.ws.Send(s.req)

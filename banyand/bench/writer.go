@@ -209,7 +209,7 @@ func (r *writeRun) receive(wc writeClient, pend *pending, slots chan struct{}, r
 		if err != nil {
 			switch {
 			case finished.Load():
-			case err != io.EOF:
+			case !errors.Is(err, io.EOF):
 				res.streamErr = err
 			case pend.left() > 0:
 				res.streamErr = errors.New("the server ended the write stream with messages unanswered")

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
@@ -297,3 +299,337 @@ func (l *measureLayout) reorderFields(values []*modelv1.FieldValue, names []stri
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// The fast path. Decoding a WriteRequest with proto.Unmarshal allocates
+// every tag value and costs more than the rest of the liaison's work per
+// message; the liaison needs only the timestamp, the kind of each tag and
+// field, and the entity values. So a write is first read at the wire level:
+// a request in the usual shape (each field once, no unknown fields, tag and
+// field values of the scalar kinds, strings valid UTF-8) and valid for its
+// schema is prepared from that, and its element or data point is forwarded
+// as received. Anything else, including every invalid write, takes the slow
+// path (proto.Unmarshal and the checks above), so statuses and reasons are
+// the same whichever path a write takes.
+
+// wireKind is the kind of a tag or field value read at the wire level.
+type wireKind uint8
+
+const (
+	wireNone   wireKind = iota // no value set: a null
+	wireNull                   // null set explicitly
+	wireStr                    // model.v1.Str
+	wireInt                    // model.v1.Int
+	wireBinary                 // binary_data
+	wireFloat                  // model.v1.Float (fields only)
+)
+
+// wireValue is one tag or field value; str aliases the request's bytes.
+type wireValue struct {
+	kind wireKind
+	str  []byte
+	i    int64
+}
+
+// wireWrite is a WriteRequest read at the wire level. Its slices alias the
+// request's bytes and are reused from one request to the next.
+type wireWrite struct {
+	messageID uint64
+	metadata  []byte // the Metadata bytes; nil when absent
+	value     []byte // the ElementValue or DataPointValue bytes
+	seconds   int64
+	nanos     int32
+	tags      []wireValue // tag values of all families, in order
+	famEnd    []int       // tags[famEnd[i-1]:famEnd[i]] is family i
+	fields    []wireValue // measures only
+}
+
+func (w *wireWrite) reset() {
+	*w = wireWrite{tags: w.tags[:0], famEnd: w.famEnd[:0], fields: w.fields[:0]}
+}
+
+// wireFields calls fn for each field of b; it returns false on malformed
+// input or when fn does.
+func wireFields(b []byte, fn func(n protowire.Number, t protowire.Type, v []byte, x uint64) bool) bool {
+	for len(b) > 0 {
+		n, t, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return false
+		}
+		b = b[l:]
+		var (
+			v []byte
+			x uint64
+		)
+		switch t {
+		case protowire.VarintType:
+			x, l = protowire.ConsumeVarint(b)
+		case protowire.Fixed64Type:
+			x, l = protowire.ConsumeFixed64(b)
+		case protowire.BytesType:
+			v, l = protowire.ConsumeBytes(b)
+			if v == nil && l >= 0 {
+				v = []byte{}
+			}
+		default:
+			return false
+		}
+		if l < 0 || !fn(n, t, v, x) {
+			return false
+		}
+		b = b[l:]
+	}
+	return true
+}
+
+// parseStreamRequest reads a stream.v1.WriteRequest; false means "take
+// the slow path", not "invalid".
+func parseStreamRequest(raw []byte, w *wireWrite) bool {
+	w.reset()
+	return parseRequest(raw, w) && w.value != nil && parseElement(w.value, w)
+}
+
+// parseMeasureRequest reads a measure.v1.WriteRequest.
+func parseMeasureRequest(raw []byte, w *wireWrite) bool {
+	w.reset()
+	return parseRequest(raw, w) && w.value != nil && parseDataPoint(w.value, w)
+}
+
+// parseRequest reads metadata (1), the element or data point (2) and
+// message_id (3); a spec (4) or any other field takes the slow path.
+func parseRequest(raw []byte, w *wireWrite) bool {
+	var seen [4]bool
+	return wireFields(raw, func(n protowire.Number, t protowire.Type, v []byte, x uint64) bool {
+		if n < 1 || n > 3 || seen[n] {
+			return false
+		}
+		seen[n] = true
+		switch {
+		case n == 1 && t == protowire.BytesType:
+			w.metadata = v
+		case n == 2 && t == protowire.BytesType:
+			w.value = v
+		case n == 3 && t == protowire.VarintType:
+			w.messageID = x
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func parseElement(b []byte, w *wireWrite) bool {
+	var seen [3]bool
+	hasTS := false
+	ok := wireFields(b, func(n protowire.Number, t protowire.Type, v []byte, _ uint64) bool {
+		if t != protowire.BytesType {
+			return false
+		}
+		switch n {
+		case 1, 2:
+			if seen[n] {
+				return false
+			}
+			seen[n] = true
+			if n == 1 {
+				return utf8.Valid(v)
+			}
+			hasTS = true
+			return parseTimestamp(v, w)
+		case 3:
+			return parseFamily(v, w)
+		}
+		return false
+	})
+	return ok && hasTS
+}
+
+func parseDataPoint(b []byte, w *wireWrite) bool {
+	var seenTS, seenVersion bool
+	ok := wireFields(b, func(n protowire.Number, t protowire.Type, v []byte, _ uint64) bool {
+		switch {
+		case n == 1 && t == protowire.BytesType && !seenTS:
+			seenTS = true
+			return parseTimestamp(v, w)
+		case n == 2 && t == protowire.BytesType:
+			return parseFamily(v, w)
+		case n == 3 && t == protowire.BytesType:
+			fv, ok := parseValue(v, false)
+			w.fields = append(w.fields, fv)
+			return ok
+		case n == 4 && t == protowire.VarintType && !seenVersion:
+			seenVersion = true
+			return true
+		}
+		return false
+	})
+	return ok && seenTS
+}
+
+func parseTimestamp(b []byte, w *wireWrite) bool {
+	var seen [3]bool
+	return wireFields(b, func(n protowire.Number, t protowire.Type, _ []byte, x uint64) bool {
+		if n < 1 || n > 2 || t != protowire.VarintType || seen[n] {
+			return false
+		}
+		seen[n] = true
+		if n == 1 {
+			w.seconds = int64(x)
+		} else {
+			w.nanos = int32(x)
+		}
+		return true
+	})
+}
+
+// parseFamily reads a TagFamilyForWrite: tags (1) only.
+func parseFamily(b []byte, w *wireWrite) bool {
+	ok := wireFields(b, func(n protowire.Number, t protowire.Type, v []byte, _ uint64) bool {
+		if n != 1 || t != protowire.BytesType {
+			return false
+		}
+		tv, ok := parseValue(v, true)
+		w.tags = append(w.tags, tv)
+		return ok
+	})
+	w.famEnd = append(w.famEnd, len(w.tags))
+	return ok
+}
+
+// parseValue reads a TagValue (tag) or FieldValue: at most one member of
+// its oneof, of a scalar kind.
+func parseValue(b []byte, tag bool) (wireValue, bool) {
+	var val wireValue
+	set := false
+	ok := wireFields(b, func(n protowire.Number, t protowire.Type, v []byte, _ uint64) bool {
+		if set {
+			return false
+		}
+		set = true
+		var str, integer, binary, float protowire.Number = 2, 4, 6, 0
+		if !tag {
+			str, integer, binary, float = 2, 3, 4, 5
+		}
+		switch {
+		case n == 1 && t == protowire.VarintType:
+			val.kind = wireNull
+			return true
+		case t != protowire.BytesType:
+			return false
+		case n == str:
+			val.kind = wireStr
+			return parseScalar(v, protowire.BytesType, func(s []byte, _ uint64) bool {
+				val.str = s
+				return utf8.Valid(s)
+			})
+		case n == integer:
+			val.kind = wireInt
+			return parseScalar(v, protowire.VarintType, func(_ []byte, x uint64) bool {
+				val.i = int64(x)
+				return true
+			})
+		case n == binary:
+			val.kind = wireBinary
+			val.str = v
+			return true
+		case n == float:
+			val.kind = wireFloat
+			return parseScalar(v, protowire.Fixed64Type, func([]byte, uint64) bool { return true })
+		}
+		return false
+	})
+	return val, ok
+}
+
+// parseScalar reads a Str, Int or Float: field 1 of type t, at most once.
+func parseScalar(b []byte, t protowire.Type, fn func(v []byte, x uint64) bool) bool {
+	seen := false
+	return wireFields(b, func(n protowire.Number, ft protowire.Type, v []byte, x uint64) bool {
+		if n != 1 || ft != t || seen {
+			return false
+		}
+		seen = true
+		return fn(v, x)
+	})
+}
+
+var wireTagTypes = [...]databasev1.TagType{
+	wireStr:    databasev1.TagType_TAG_TYPE_STRING,
+	wireInt:    databasev1.TagType_TAG_TYPE_INT,
+	wireBinary: databasev1.TagType_TAG_TYPE_DATA_BINARY,
+}
+
+var wireFieldTypes = [...]databasev1.FieldType{
+	wireStr:    databasev1.FieldType_FIELD_TYPE_STRING,
+	wireInt:    databasev1.FieldType_FIELD_TYPE_INT,
+	wireBinary: databasev1.FieldType_FIELD_TYPE_DATA_BINARY,
+	wireFloat:  databasev1.FieldType_FIELD_TYPE_FLOAT,
+}
+
+// fastPrepare checks a parsed write against the layout and computes its
+// series key and shard. ok false means "take the slow path": the write may
+// be invalid, or valid in a way only the slow path handles.
+func (l *layout) fastPrepare(w *wireWrite, keyBuf []byte) (p prepared, ok bool) {
+	ts := timestamppb.Timestamp{Seconds: w.seconds, Nanos: w.nanos}
+	if checkTimestamp(&ts) != nil || len(w.famEnd) > len(l.families) {
+		return prepared{}, false
+	}
+	start := 0
+	for fi, end := range w.famEnd {
+		spec := l.families[fi].tags
+		if end-start > len(spec) {
+			return prepared{}, false
+		}
+		for ti, v := range w.tags[start:end] {
+			if v.kind > wireNull && (v.kind == wireFloat || wireTagTypes[v.kind] != spec[ti]) {
+				return prepared{}, false
+			}
+		}
+		start = end
+	}
+	key := route.AppendSeriesName(keyBuf[:0], l.name)
+	for _, ref := range l.entity {
+		if ref.family >= len(w.famEnd) {
+			return prepared{}, false
+		}
+		idx := ref.tag
+		if ref.family > 0 {
+			idx += w.famEnd[ref.family-1]
+		}
+		if idx >= w.famEnd[ref.family] {
+			return prepared{}, false
+		}
+		var ev route.EntityValue
+		switch v := w.tags[idx]; v.kind {
+		case wireStr:
+			ev = route.StrValue(string(v.str))
+		case wireInt:
+			ev = route.IntValue(v.i)
+		case wireBinary:
+			ev = route.BytesValue(v.str)
+		default:
+			return prepared{}, false
+		}
+		var err error
+		if key, err = route.AppendEntityValue(key, ev); err != nil {
+			return prepared{}, false
+		}
+	}
+	shard, err := route.ShardID(key, l.shardNum)
+	if err != nil {
+		return prepared{}, false
+	}
+	return prepared{shard: shard, seriesKey: key}, true
+}
+
+// fastPrepareMeasure is fastPrepare plus the fields.
+func (l *measureLayout) fastPrepareMeasure(w *wireWrite, keyBuf []byte) (prepared, bool) {
+	if len(w.fields) > len(l.fields) {
+		return prepared{}, false
+	}
+	for i, f := range w.fields {
+		if f.kind > wireNull && wireFieldTypes[f.kind] != l.fields[i] {
+			return prepared{}, false
+		}
+	}
+	return l.fastPrepare(w, keyBuf)
+}

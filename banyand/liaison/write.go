@@ -6,7 +6,12 @@ import (
 	"log/slog"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
@@ -56,9 +61,133 @@ func expired(md *commonv1.Metadata, current int64) *writeError {
 	return &writeError{status: modelv1.Status_STATUS_EXPIRED_SCHEMA, reason: "metadata mod_revision " + itoa(md.GetModRevision()) + " is not the schema's " + itoa(current)}
 }
 
-// publish marshals rec and hands it to the publisher.
-func (w *writer) publish(ctx context.Context, pub queue.BatchPublisher, topic queue.Topic, group string, shard uint32, rec proto.Message) (queue.Future, *writeError) {
-	payload, err := proto.Marshal(rec)
+// received is one client request: its wire bytes and either what the
+// fast path read from them (wire non-nil, md its decoded metadata) or the
+// decoded request (req).
+type received[T proto.Message] struct {
+	raw  []byte
+	wire *wireWrite
+	md   *commonv1.Metadata
+	req  T
+}
+
+// recvWrite receives the next request keeping its wire bytes. It reads into
+// an Empty, whose every field is unknown, so the codec keeps the bytes as
+// they came (one copy, no parsing). parse then reads them into w (reused:
+// the result is only valid until the next call); a request it leaves to the
+// slow path is decoded as the stream's typed Recv would, with its error.
+func recvWrite[T proto.Message](srv grpc.ServerStream, w *wireWrite, parse func([]byte, *wireWrite) bool, req T) (received[T], error) {
+	var raw emptypb.Empty
+	if err := srv.RecvMsg(&raw); err != nil {
+		return received[T]{}, err
+	}
+	b := raw.ProtoReflect().GetUnknown()
+	if parse(b, w) {
+		in := received[T]{raw: b, wire: w}
+		if w.metadata == nil {
+			return in, nil
+		}
+		in.md = new(commonv1.Metadata)
+		if proto.Unmarshal(w.metadata, in.md) == nil {
+			return in, nil
+		}
+	}
+	if err := proto.Unmarshal(b, req); err != nil {
+		// What grpc's typed Recv answers for a message that does not decode.
+		return received[T]{}, status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
+	}
+	return received[T]{raw: b, req: req}, nil
+}
+
+// decodeLate decodes a request the fast path read but could not prepare.
+// It does not fail: the fast path only reads well-formed requests.
+func decodeLate[T proto.Message](in received[T], req T) (T, *writeError) {
+	if err := proto.Unmarshal(in.raw, req); err != nil {
+		return req, &writeError{status: modelv1.Status_STATUS_INTERNAL_ERROR, reason: "decode: " + err.Error()}
+	}
+	return req, nil
+}
+
+// rawField returns the bytes of field n (length-delimited) of a request's
+// wire bytes when it occurs exactly once; ok is false otherwise (absent,
+// repeated, which protobuf merges, or another wire type).
+func rawField(b []byte, n protowire.Number) (v []byte, ok bool) {
+	for len(b) > 0 {
+		num, typ, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return nil, false
+		}
+		b = b[l:]
+		l = protowire.ConsumeFieldValue(num, typ, b)
+		if l < 0 {
+			return nil, false
+		}
+		if num == n {
+			if typ != protowire.BytesType || v != nil {
+				return nil, false
+			}
+			fv, fl := protowire.ConsumeBytes(b)
+			if fl < 0 {
+				return nil, false
+			}
+			v = fv
+			if v == nil {
+				v = []byte{}
+			}
+		}
+		b = b[l:]
+	}
+	return v, v != nil
+}
+
+// appendWrite encodes a clusterv1.StreamWrite or MeasureWrite (same field
+// numbers) around value, the marshalled ElementValue or DataPointValue, the
+// way proto.Marshal would encode the struct: fields in number order, zero
+// scalars left out, the message field always present.
+func appendWrite(b []byte, group, name string, shard uint32, seriesKey, value []byte, rev int64) []byte {
+	if group != "" {
+		b = protowire.AppendTag(b, 1, protowire.BytesType)
+		b = protowire.AppendString(b, group)
+	}
+	if name != "" {
+		b = protowire.AppendTag(b, 2, protowire.BytesType)
+		b = protowire.AppendString(b, name)
+	}
+	if shard != 0 {
+		b = protowire.AppendTag(b, 3, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(shard))
+	}
+	if len(seriesKey) > 0 {
+		b = protowire.AppendTag(b, 4, protowire.BytesType)
+		b = protowire.AppendBytes(b, seriesKey)
+	}
+	b = protowire.AppendTag(b, 5, protowire.BytesType)
+	b = protowire.AppendBytes(b, value)
+	if rev != 0 {
+		b = protowire.AppendTag(b, 6, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(rev))
+	}
+	return b
+}
+
+// writeSize bounds appendWrite's output.
+func writeSize(group, name string, seriesKey, value []byte) int {
+	return len(group) + len(name) + len(seriesKey) + len(value) + 6*protowire.SizeVarint(1<<63)
+}
+
+// encodeWrite is the payload of one write: value spliced in as received
+// when the request carried it once and the liaison did not rewrite it
+// (spliced non-nil), otherwise rec marshalled.
+func encodeWrite(l *layout, prep prepared, spliced []byte, rec proto.Message) ([]byte, error) {
+	if spliced != nil {
+		b := make([]byte, 0, writeSize(l.group, l.name, prep.seriesKey, spliced))
+		return appendWrite(b, l.group, l.name, prep.shard, prep.seriesKey, spliced, l.modRevision), nil
+	}
+	return proto.Marshal(rec)
+}
+
+// publish hands one encoded write to the publisher.
+func (w *writer) publish(ctx context.Context, pub queue.BatchPublisher, topic queue.Topic, group string, shard uint32, payload []byte, err error) (queue.Future, *writeError) {
 	if err != nil {
 		return nil, &writeError{status: modelv1.Status_STATUS_INTERNAL_ERROR, reason: "encode: " + err.Error()}
 	}
@@ -85,16 +214,24 @@ type StreamService struct {
 func (s *StreamService) Write(srv streamv1.StreamService_WriteServer) error {
 	var md metadataTracker
 	var keyBuf []byte
-	sess := writeSession[*streamv1.WriteRequest]{
-		logger:  s.logger,
-		recv:    srv.Recv,
+	var wire wireWrite
+	sess := writeSession[received[*streamv1.WriteRequest]]{
+		logger: s.logger,
+		recv: func() (received[*streamv1.WriteRequest], error) {
+			return recvWrite(srv, &wire, parseStreamRequest, new(streamv1.WriteRequest))
+		},
 		publish: s.queue.NewBatchPublisher(s.cfg.AckTimeout),
 		send: func(p pendingWrite, st modelv1.Status) error {
 			return srv.Send(&streamv1.WriteResponse{MessageId: p.messageID, Status: st.String(), Metadata: p.metadata})
 		},
-		handle: func(ctx context.Context, req *streamv1.WriteRequest, pub queue.BatchPublisher) pendingWrite {
+		handle: func(ctx context.Context, in received[*streamv1.WriteRequest], pub queue.BatchPublisher) pendingWrite {
+			req := in.req
 			p := pendingWrite{messageID: req.GetMessageId()}
-			m, werr := md.resolve(req.GetMetadata())
+			reqMD := req.GetMetadata()
+			if in.wire != nil {
+				p.messageID, reqMD = in.wire.messageID, in.md
+			}
+			m, werr := md.resolve(reqMD)
 			if werr != nil {
 				p.err = werr
 				return p
@@ -109,16 +246,32 @@ func (s *StreamService) Write(srv streamv1.StreamService_WriteServer) error {
 				p.err = expired(m, l.modRevision)
 				return p
 			}
+			if in.wire != nil {
+				if prep, ok := l.fastPrepare(in.wire, keyBuf); ok {
+					keyBuf = prep.seriesKey
+					payload, err := encodeWrite(l.layout, prep, in.wire.value, nil)
+					p.future, p.err = s.publish(ctx, pub, queue.TopicStreamWrite, l.group, prep.shard, payload, err)
+					return p
+				}
+				if req, p.err = decodeLate(in, new(streamv1.WriteRequest)); p.err != nil {
+					return p
+				}
+			}
 			el, prep, werr := l.prepareStream(req, keyBuf)
 			if werr != nil {
 				p.err = werr
 				return p
 			}
 			keyBuf = prep.seriesKey
-			p.future, p.err = s.publish(ctx, pub, queue.TopicStreamWrite, l.group, prep.shard, &clusterv1.StreamWrite{
+			var spliced []byte
+			if el == req.GetElement() { // not rewritten from a tag family spec
+				spliced, _ = rawField(in.raw, 2)
+			}
+			payload, err := encodeWrite(l.layout, prep, spliced, &clusterv1.StreamWrite{
 				Group: l.group, Name: l.name, ShardId: prep.shard, SeriesKey: prep.seriesKey,
 				Element: el, SchemaModRevision: l.modRevision,
 			})
+			p.future, p.err = s.publish(ctx, pub, queue.TopicStreamWrite, l.group, prep.shard, payload, err)
 			return p
 		},
 	}
@@ -136,16 +289,24 @@ type MeasureService struct {
 func (s *MeasureService) Write(srv measurev1.MeasureService_WriteServer) error {
 	var md metadataTracker
 	var keyBuf []byte
-	sess := writeSession[*measurev1.WriteRequest]{
-		logger:  s.logger,
-		recv:    srv.Recv,
+	var wire wireWrite
+	sess := writeSession[received[*measurev1.WriteRequest]]{
+		logger: s.logger,
+		recv: func() (received[*measurev1.WriteRequest], error) {
+			return recvWrite(srv, &wire, parseMeasureRequest, new(measurev1.WriteRequest))
+		},
 		publish: s.queue.NewBatchPublisher(s.cfg.AckTimeout),
 		send: func(p pendingWrite, st modelv1.Status) error {
 			return srv.Send(&measurev1.WriteResponse{MessageId: p.messageID, Status: st.String(), Metadata: p.metadata})
 		},
-		handle: func(ctx context.Context, req *measurev1.WriteRequest, pub queue.BatchPublisher) pendingWrite {
+		handle: func(ctx context.Context, in received[*measurev1.WriteRequest], pub queue.BatchPublisher) pendingWrite {
+			req := in.req
 			p := pendingWrite{messageID: req.GetMessageId()}
-			m, werr := md.resolve(req.GetMetadata())
+			reqMD := req.GetMetadata()
+			if in.wire != nil {
+				p.messageID, reqMD = in.wire.messageID, in.md
+			}
+			m, werr := md.resolve(reqMD)
 			if werr != nil {
 				p.err = werr
 				return p
@@ -160,16 +321,32 @@ func (s *MeasureService) Write(srv measurev1.MeasureService_WriteServer) error {
 				p.err = expired(m, l.modRevision)
 				return p
 			}
+			if in.wire != nil {
+				if prep, ok := l.fastPrepareMeasure(in.wire, keyBuf); ok {
+					keyBuf = prep.seriesKey
+					payload, err := encodeWrite(l.layout, prep, in.wire.value, nil)
+					p.future, p.err = s.publish(ctx, pub, queue.TopicMeasureWrite, l.group, prep.shard, payload, err)
+					return p
+				}
+				if req, p.err = decodeLate(in, new(measurev1.WriteRequest)); p.err != nil {
+					return p
+				}
+			}
 			dp, prep, werr := l.prepareMeasure(req, keyBuf)
 			if werr != nil {
 				p.err = werr
 				return p
 			}
 			keyBuf = prep.seriesKey
-			p.future, p.err = s.publish(ctx, pub, queue.TopicMeasureWrite, l.group, prep.shard, &clusterv1.MeasureWrite{
+			var spliced []byte
+			if dp == req.GetDataPoint() { // not rewritten from a data point spec
+				spliced, _ = rawField(in.raw, 2)
+			}
+			payload, err := encodeWrite(l.layout, prep, spliced, &clusterv1.MeasureWrite{
 				Group: l.group, Name: l.name, ShardId: prep.shard, SeriesKey: prep.seriesKey,
 				DataPoint: dp, SchemaModRevision: l.modRevision,
 			})
+			p.future, p.err = s.publish(ctx, pub, queue.TopicMeasureWrite, l.group, prep.shard, payload, err)
 			return p
 		},
 	}

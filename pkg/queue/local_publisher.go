@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/banyand-io/banyand/pkg/bus"
@@ -179,14 +178,8 @@ func (p *localPublisher) deliverLoop() {
 }
 
 // deliver runs b through its listener and completes it.
-var DbgBatches, DbgMsgs, DbgNanos atomic.Int64
-
 func (q *Local) deliver(b *localBatch) {
 	defer b.complete()
-	DbgBatches.Add(1)
-	DbgMsgs.Add(int64(len(b.msgs)))
-	t0 := time.Now()
-	defer func() { DbgNanos.Add(int64(time.Since(t0))) }()
 	ctx := context.Background()
 	if !b.deadline.IsZero() {
 		if !time.Now().Before(b.deadline) {

@@ -34,3 +34,30 @@ func BenchmarkWrite(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWriteInterleaved is the shape of a real load without the fsync:
+// batches of 500 writes spread over 1000 series at ever later timestamps,
+// so the memtable keeps growing as it does under sustained writes.
+func BenchmarkWriteInterleaved(b *testing.B) {
+	value := make([]byte, 160)
+	db := openDB(b, b.TempDir(), Options{NoSync: true})
+	const size, series = 500, 1000
+	keys := make([][]byte, series)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "series-%d", i)
+	}
+	batch := make([]Write, size)
+	seq := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := range batch {
+			batch[j] = Write{Kind: KindStream, Group: "g", Name: "n", SeriesKey: keys[seq%series],
+				Timestamp: int64(seq / series), ElementID: "e" + fmt.Sprint(seq), Value: value}
+			seq++
+		}
+		if err := db.Write(batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "writes/s")
+}

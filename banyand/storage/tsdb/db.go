@@ -75,6 +75,11 @@ func Open(dir string, opts Options) (*DB, error) {
 	pdb, err := pebble.Open(dir, &pebble.Options{
 		Logger: pebbleLogger{log},
 		Merger: measureMerger,
+		// With Pebble's 4 MB default, flushes and the L0 compactions
+		// they trigger took a quarter of the CPU of a write-heavy load
+		// (docs/performance.md). Memtables start small and grow to this.
+		MemTableSize:                64 << 20,
+		MemTableStopWritesThreshold: 4,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("tsdb: open %s: %w", dir, err)

@@ -39,14 +39,15 @@ func (c *Client) Broadcast(ctx context.Context, topic queue.Topic, group string,
 	if !ok {
 		deadline = time.Now().Add(c.cfg.BroadcastTimeout)
 	}
+	key := &msgKey{topic: topic, group: group}
 	msgs := make([]msg, len(names))
 	replies := make([]queue.Reply, len(names))
 	for i, name := range names {
 		m := &msgs[i]
-		m.topic, m.group, m.payload, m.deadline = topic, group, payload, deadline.UnixNano()
+		m.msgKey, m.payload, m.deadline = key, payload, deadline.UnixNano()
 		m.x = &msgExtra{pinned: true, node: name}
 		replies[i].Node = name
-		if err := c.publish(ctx, m); err != nil {
+		if _, err := c.publish(ctx, &m.msgHead, m); err != nil {
 			replies[i].Err = err
 			m.resolve(err, nil)
 		}

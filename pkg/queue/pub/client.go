@@ -41,6 +41,25 @@ type Deps struct {
 // get RetryBudget to be acked before they are re-placed and the node's
 // connection is closed.
 //
+// Replicas: for a group with replicas = r, a message is copied to every
+// node of its shard's Table.Nodes (the primary and r replicas), and its
+// future succeeds only once every copy was acked, that is durable on each
+// node. A copy fails over like a lone message, except that it only moves
+// to a node of Table.Order that holds no other copy of the same message.
+// When every live node already holds one (fewer live nodes than r+1), the
+// copy is given up and the message succeeds with the copies possible; the
+// missing copies are counted in Stats.UnderReplicated and logged once per
+// tick. The last copy standing is never given up: with no live node it
+// waits, as a lone message does, until its deadline. The first copy that
+// fails for good (deadline, invalid message, close) fails the message;
+// copies already queued are still delivered. With replicas = 0 none of
+// this runs: a message is one queued msg, as without replication.
+//
+// Batching: a node's queue is a list of batches per topic; Publish appends
+// to the newest while it is under the batch caps, and a stream's send loop
+// takes the oldest whole when its window has room, so a batch's payload
+// list is sent as is.
+//
 // Connections are lazy: a node is dialled when the first message is routed
 // to it. Each node gets one gRPC connection and StreamsPerNode streams.
 //
@@ -56,7 +75,8 @@ type Deps struct {
 // MaxBytesPerNode times the number of nodes, plus per-message bookkeeping.
 //
 // Delivery: at least once. A message's future resolves exactly once: nil
-// when a node acked it, or an error; a late ack after a failure is ignored.
+// when a node acked it (every copy, for a replicated group), or an error; a
+// late ack after a failure is ignored.
 type Client struct {
 	cfg   Config
 	place Placement
@@ -94,7 +114,10 @@ type Client struct {
 	// cost ~90 ns a message on our VMs).
 	clock atomic.Int64
 
-	reconnects, replaced, batches, sent atomic.Int64
+	reconnects, replaced, batches, sent, underReplicated atomic.Int64
+	lanes                                                atomic.Uint32 // publishers made, for their slab lanes
+	// underLogged is the underReplicated count last logged (by tick only).
+	underLogged int64
 }
 
 var _ queue.Client = (*Client)(nil)
@@ -124,15 +147,19 @@ func New(cfg Config, deps Deps) *Client {
 
 // NewBatchPublisher implements queue.Client.
 func (c *Client) NewBatchPublisher(timeout time.Duration) queue.BatchPublisher {
-	return &publisher{c: c, timeout: timeout, idle: make(chan struct{})}
+	return &publisher{c: c, lane: c.lanes.Add(1), timeout: timeout, idle: make(chan struct{})}
 }
 
 func (c *Client) errClosed(topic queue.Topic) error {
 	return fmt.Errorf("queue/pub: publish to %q: client %w", topic, queue.ErrClosed)
 }
 
-// publish routes m and queues it, waiting for room as Client describes.
-func (c *Client) publish(ctx context.Context, m *msg) error {
+// publish routes a message and queues it, waiting for room as Client
+// describes. m is the message, or nil to queue a new one made from h (see
+// node.enqueue); otherwise h is &m.msgHead. publish returns the queued
+// message, or nil and no error for a replica copy given up for lack of
+// nodes (see Client).
+func (c *Client) publish(ctx context.Context, h *msgHead, m *msg) (*msg, error) {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -142,35 +169,43 @@ func (c *Client) publish(ctx context.Context, m *msg) error {
 	var n *node
 	for {
 		if c.closed.Load() {
-			return c.errClosed(m.topic)
+			return nil, c.errClosed(h.topic)
 		}
 		t := c.place.Current()
 		var err error
-		if n, err = c.route(t, c.nodesFor(t), m); err != nil {
-			return err
+		if m != nil && m.rep() != nil {
+			n, err = c.routeCopy(t, c.nodesFor(t), m, nil)
+			if n == nil && err == nil {
+				return nil, nil
+			}
+		} else {
+			n, err = c.route(t, c.nodesFor(t), h)
 		}
-		queued, room, err := n.enqueue(m)
+		if err != nil {
+			return nil, err
+		}
+		queued, room, err := n.enqueue(h, m)
 		switch {
 		case err != nil:
-			return err
-		case queued:
-			return nil
+			return nil, err
+		case queued != nil:
+			return queued, nil
 		case room == nil:
 			continue // the node left the table meanwhile: route again
 		}
 		if timer == nil {
-			wait := min(c.cfg.PublishWait, time.Until(time.Unix(0, m.deadline)))
+			wait := min(c.cfg.PublishWait, time.Until(time.Unix(0, h.deadline)))
 			timer = time.NewTimer(wait)
 		}
 		select {
 		case <-room:
 		case <-ctx.Done():
-			return fmt.Errorf("queue/pub: waiting for room to publish to %q on node %s: %w", m.topic, n.name, ctx.Err())
+			return nil, fmt.Errorf("queue/pub: waiting for room to publish to %q on node %s: %w", h.topic, n.name, ctx.Err())
 		case <-c.closedCh:
-			return c.errClosed(m.topic)
+			return nil, c.errClosed(h.topic)
 		case <-timer.C:
-			return fmt.Errorf("queue/pub: node %s holds %d bytes queued and in flight (limit %d); "+
-				"gave up publishing to %q: %w", n.name, n.usedBytes(), c.cfg.MaxBytesPerNode, m.topic,
+			return nil, fmt.Errorf("queue/pub: node %s holds %d bytes queued and in flight (limit %d); "+
+				"gave up publishing to %q: %w", n.name, n.usedBytes(), c.cfg.MaxBytesPerNode, h.topic,
 				queue.ErrResourceExhausted)
 		}
 	}
@@ -272,6 +307,11 @@ func (c *Client) tick(now time.Time) {
 	if len(moved) > 0 {
 		c.replace(t, nodes, moved, now)
 	}
+	if u := c.underReplicated.Load(); u != c.underLogged {
+		c.log.Warn("messages written with fewer copies than their group's replicas: too few live nodes",
+			"copies_missing", u-c.underLogged, "total", u)
+		c.underLogged = u
+	}
 }
 
 // stopNode ends a retired node's streams and returns what it still held.
@@ -301,10 +341,19 @@ func (c *Client) replace(t *route.Table, nodes map[string]*node, msgs []*msg, no
 			m.resolve(fmt.Errorf("queue/pub: node %s did not answer the %q request: %w", m.avoid(), m.topic, queue.ErrNoNodes), nil)
 			continue
 		}
-		n, err := c.failover(t, nodes, m, m.avoid(), cache)
+		var n *node
+		var err error
+		if m.rep() != nil {
+			n, err = c.routeCopy(t, nodes, m, cache)
+		} else {
+			n, err = c.failover(t, nodes, &m.msgHead, m.avoid(), cache)
+		}
 		if err != nil {
 			m.resolve(err, nil)
 			continue
+		}
+		if n == nil {
+			continue // a replica copy given up: the others hold the message
 		}
 		if n.name != m.avoid() {
 			c.replaced.Add(1)

@@ -10,7 +10,6 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/banyand-io/banyand/pkg/queue"
 	"github.com/banyand-io/banyand/pkg/route"
 )
 
@@ -53,15 +52,17 @@ type node struct {
 	incompatible bool
 	removed      bool
 	removedAt    time.Time
-}
-
-type topicQueue struct {
-	topic queue.Topic
-	msgs  []*msg
+	// Batch caps for new batches: the configured ones, lowered by the
+	// node's HelloAck and halved on every CODE_TOO_LARGE.
+	maxBytes, maxMsgs int
+	slabs             [4][]msg // the rest of the current message slabs, by publisher lane
 }
 
 func newNode(c *Client, rn route.Node) *node {
-	return &node{c: c, name: rn.Name, addr: rn.Addr, work: make(chan struct{}, 1), nextExpiry: math.MaxInt64}
+	return &node{
+		c: c, name: rn.Name, addr: rn.Addr, work: make(chan struct{}, 1), nextExpiry: math.MaxInt64,
+		maxBytes: c.cfg.MaxBatchBytes, maxMsgs: c.cfg.MaxBatchMessages,
+	}
 }
 
 // ensureStarted dials the node and starts its streams on first use. It
@@ -120,26 +121,36 @@ func (n *node) resetConn(old *grpc.ClientConn) {
 	_ = conn.Close()
 }
 
-// enqueue queues m unless the node's budget is full (it returns the channel
-// that closes when room frees up) or the node left the table (it returns
-// neither: route again).
-func (n *node) enqueue(m *msg) (queued bool, room <-chan struct{}, err error) {
+// enqueue queues a message unless the node's budget is full (it returns
+// the channel that closes when room frees up) or the node left the table
+// (it returns neither: route again). The message is m, or if m is nil a
+// new one from the node's slab, copied from h; enqueue returns it.
+func (n *node) enqueue(h *msgHead, m *msg) (queued *msg, room <-chan struct{}, err error) {
 	if !n.ensureStarted() {
-		return false, nil, n.c.errClosed(m.topic)
+		return nil, nil, n.c.errClosed(h.topic)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	switch {
 	case n.removed:
-		return false, nil, nil
-	case n.used > 0 && n.used+m.size() > n.c.cfg.MaxBytesPerNode:
+		return nil, nil, nil
+	case n.used > 0 && n.used+h.size() > n.c.cfg.MaxBytesPerNode:
 		if n.room == nil {
 			n.room = make(chan struct{})
 		}
-		return false, n.room, nil
+		return nil, n.room, nil
+	}
+	if m == nil {
+		// Field by field, leaving the zero ones alone: each pointer
+		// store costs a write barrier while the GC marks.
+		m = n.newMsg(h.pub.lane)
+		m.pub, m.msgKey, m.payload, m.deadline, m.shard = h.pub, h.msgKey, h.payload, h.deadline, h.shard
+		if h.x != nil {
+			m.x = h.x
+		}
 	}
 	n.push(m)
-	return true, nil, nil
+	return m, nil, nil
 }
 
 // enqueueForced queues re-placed messages regardless of the budget and
@@ -157,95 +168,6 @@ func (n *node) enqueueForced(ms []*msg) []*msg {
 		n.push(m)
 	}
 	return nil
-}
-
-func (n *node) push(m *msg) {
-	q := n.queue(m.topic)
-	q.msgs = append(q.msgs, m)
-	n.used += m.size()
-	n.nextExpiry = min(n.nextExpiry, m.deadline)
-	n.queued++
-	if n.queued == 1 {
-		n.wake()
-	}
-}
-
-func (n *node) wake() {
-	select {
-	case n.work <- struct{}{}:
-	default:
-	}
-}
-
-func (n *node) queue(t queue.Topic) *topicQueue {
-	for _, q := range n.queues {
-		if q.topic == t {
-			return q
-		}
-	}
-	q := &topicQueue{topic: t}
-	n.queues = append(n.queues, q)
-	return q
-}
-
-// requeueFront puts messages back at the head of their queues, keeping
-// their bytes: they were in flight on a stream that ended, or rejected
-// as part of a too large batch. Resolved messages are dropped instead.
-func (n *node) requeueFront(ms []*msg) {
-	var q *topicQueue
-	var front []*msg
-	flush := func() {
-		if len(front) > 0 {
-			q.msgs = append(front, q.msgs...)
-			front = nil
-		}
-	}
-	for _, m := range ms {
-		if m.isDone() {
-			n.releaseLocked(m.size())
-			continue
-		}
-		if q == nil || q.topic != m.topic {
-			flush()
-			q = n.queue(m.topic)
-		}
-		front = append(front, m)
-		n.queued++
-		n.nextExpiry = min(n.nextExpiry, m.deadline)
-	}
-	flush()
-	if n.queued > 0 {
-		n.wake()
-	}
-}
-
-func (n *node) releaseLocked(b int64) {
-	n.used -= b
-	if n.room != nil {
-		close(n.room)
-		n.room = nil
-	}
-}
-
-// drainLocked takes every queued message off the node for re-placement.
-func (n *node) drainLocked() []*msg {
-	out := make([]*msg, 0, n.queued)
-	for _, q := range n.queues {
-		for i, m := range q.msgs {
-			m.failedOn(n.name, nil)
-			out = append(out, m)
-			q.msgs[i] = nil
-		}
-		q.msgs = q.msgs[:0]
-	}
-	n.queued = 0
-	var b int64
-	for _, m := range out {
-		b += m.size()
-	}
-	n.releaseLocked(b)
-	n.nextExpiry = math.MaxInt64
-	return out
 }
 
 // tick runs the node's timers (see Client.maintain) and returns the
@@ -282,40 +204,13 @@ func (n *node) tick(now time.Time, otherUp bool) []*msg {
 	return nil
 }
 
-// expireQueued fails queued messages past their deadline. It walks every
-// queue, but only when the earliest queued deadline has passed, which a
-// healthy node never lets happen.
-func (n *node) expireQueued(now int64) {
-	next := int64(math.MaxInt64)
-	var freed int64
-	for _, q := range n.queues {
-		kept := q.msgs[:0]
-		for _, m := range q.msgs {
-			switch {
-			case m.isDone():
-			case m.expired(now):
-				m.resolve(deadlineErr(m, n.name), nil)
-			default:
-				next = min(next, m.deadline)
-				kept = append(kept, m)
-				continue
-			}
-			freed += m.size()
-			n.queued--
-		}
-		clear(q.msgs[len(kept):])
-		q.msgs = kept
-	}
-	n.nextExpiry = next
-	if freed > 0 {
-		n.releaseLocked(freed)
-	}
-}
-
 // streamUp records a stream past its handshake; abort ends its session.
-func (n *node) streamUp(s *stream, abort context.CancelCauseFunc) {
+// maxBatchBytes is the batch byte cap the node accepts; a new session
+// starts over from the configured caps, lowered to it.
+func (n *node) streamUp(s *stream, abort context.CancelCauseFunc, maxBatchBytes int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.maxBytes, n.maxMsgs = maxBatchBytes, n.c.cfg.MaxBatchMessages
 	n.up++
 	s.abort = abort
 	s.lastProgress = time.Now().UnixNano()

@@ -15,13 +15,7 @@ import (
 // until it is resolved; resolution happens once, whoever gets there first
 // (ack, failure, deadline sweep, shutdown), and later outcomes are ignored.
 type msg struct {
-	pub      *publisher // nil for broadcast requests
-	topic    queue.Topic
-	group    string
-	shard    uint32
-	payload  []byte
-	deadline int64     // unix nano
-	x        *msgExtra // rarely needed state, kept out of line to keep msg small
+	msgHead
 
 	// state moves pending → settling → done once; whoever wins the first
 	// step (ack, failure, deadline sweep, shutdown) writes err and reply.
@@ -31,19 +25,48 @@ type msg struct {
 	wait  atomic.Pointer[chan struct{}] // made only when a Get has to wait
 }
 
+// msgHead is what routing and queueing read of a message. Publish builds
+// one on its stack and the node copies it into a slab message under its
+// lock, so a message is allocated only once it is queued.
+type msgHead struct {
+	pub *publisher // nil for broadcast requests and replica copies
+	*msgKey
+	payload  []byte
+	deadline int64     // unix nano
+	x        *msgExtra // rarely needed state, kept out of line to keep msg small
+	shard    uint32
+}
+
+// msgKey is a message's topic and group, shared by the messages of a
+// publisher that has the same pair: one pointer a message instead of two
+// strings keeps msg, allocated for every message, small.
+type msgKey struct {
+	topic queue.Topic
+	group string
+}
+
 // msgExtra is the part of a msg only broadcasts and failures need. Every
 // msg is written on the hot path, so keeping it small keeps it cheap.
 type msgExtra struct {
-	pinned   bool   // broadcast: belongs to one node, never re-placed
-	node     string // the pinned message's node
-	reply    []byte // the pinned message's reply
-	avoid    string // node that last failed it; re-placement skips it
-	lastFail error  // the last retryable failure, reported if the deadline passes
+	pinned   bool      // broadcast: belongs to one node, never re-placed
+	node     string    // the pinned message's node
+	reply    []byte    // the pinned message's reply
+	avoid    string    // node that last failed it; re-placement skips it
+	lastFail error     // the last retryable failure, reported if the deadline passes
+	rep      *replicas // set on each copy of a replicated message
 }
 
-func (m *msg) pinned() bool { return m.x != nil && m.x.pinned }
+// rep returns the replica set of a copy of a replicated message, or nil.
+func (m *msgHead) rep() *replicas {
+	if m.x == nil {
+		return nil
+	}
+	return m.x.rep
+}
 
-func (m *msg) avoid() string {
+func (m *msgHead) pinned() bool { return m.x != nil && m.x.pinned }
+
+func (m *msgHead) avoid() string {
 	if m.x == nil {
 		return ""
 	}
@@ -68,23 +91,30 @@ const (
 	done
 )
 
-func (m *msg) size() int64 { return int64(len(m.payload)) }
+func (m *msgHead) size() int64 { return int64(len(m.payload)) }
 
-func (m *msg) expired(now int64) bool { return now >= m.deadline }
+func (m *msgHead) expired(now int64) bool { return now >= m.deadline }
 
 func (m *msg) isDone() bool { return m.state.Load() != pending }
 
 // settle records the outcome if the message has none yet and reports
-// whether it did. The caller accounts for it with pub.finish.
+// whether it did. The caller accounts for it with finished.
 func (m *msg) settle(err error, reply []byte) bool {
-	if !m.state.CompareAndSwap(pending, settling) {
-		return false
+	if err == nil && !m.pinned() {
+		// Nothing to write first (err is still nil): one step.
+		if !m.state.CompareAndSwap(pending, done) {
+			return false
+		}
+	} else {
+		if !m.state.CompareAndSwap(pending, settling) {
+			return false
+		}
+		m.err = err
+		if m.pinned() {
+			m.x.reply = reply
+		}
+		m.state.Store(done)
 	}
-	m.err = err
-	if m.pinned() {
-		m.x.reply = reply
-	}
-	m.state.Store(done)
 	// A Get that saw the state before the Store has published its channel
 	// before its check, so this Load finds it.
 	if ch := m.wait.Load(); ch != nil {
@@ -93,15 +123,24 @@ func (m *msg) settle(err error, reply []byte) bool {
 	return true
 }
 
-// resolve settles m and counts it done for its publisher.
+// resolve settles m and accounts for it.
 func (m *msg) resolve(err error, reply []byte) bool {
 	if !m.settle(err, reply) {
 		return false
 	}
-	if m.pub != nil {
-		m.pub.finish(1)
-	}
+	m.finished(err)
 	return true
+}
+
+// finished tells whoever waits on a settled m: its publisher's count, or
+// for a copy of a replicated message, the message's replica set.
+func (m *msg) finished(err error) {
+	switch {
+	case m.pub != nil:
+		m.pub.finish(1)
+	case m.rep() != nil:
+		m.x.rep.copyDone(m, err)
+	}
 }
 
 // Get implements queue.Future. The fast path is one atomic load; only a
@@ -133,57 +172,68 @@ const closedBit = int64(1) << 62
 // publishes instead of one per message.
 const slabSize = 128
 
-// publisher implements queue.BatchPublisher.
+// publisher implements queue.BatchPublisher. It may be used concurrently,
+// though one client write stream uses it from one goroutine.
 type publisher struct {
 	c        *Client
+	lane     uint32 // picks the node slab its messages come from
 	timeout  time.Duration
 	state    atomic.Int64
 	idle     chan struct{} // closed once closed and nothing is outstanding
 	idleOnce sync.Once
-	// slab is the rest of the current message slab. Publish is called by one
-	// goroutine at a time per the BatchPublisher's use (one per client
-	// stream); slabMu makes concurrent use safe all the same.
-	slabMu sync.Mutex
-	slab   []msg
 	// route caches the last group's shard → primary node mapping: a client
 	// write stream mostly writes one group, and this saves two map lookups
 	// a message.
 	route atomic.Pointer[routeCache]
+	// lastKey is the key of the last message, reused while topic and
+	// group stay the same.
+	lastKey atomic.Pointer[msgKey]
+}
+
+func (p *publisher) key(topic queue.Topic, group string) *msgKey {
+	if k := p.lastKey.Load(); k != nil && k.topic == topic && k.group == group {
+		return k
+	}
+	k := &msgKey{topic: topic, group: group}
+	p.lastKey.Store(k)
+	return k
 }
 
 var _ queue.BatchPublisher = (*publisher)(nil)
 
-func (p *publisher) newMsg() *msg {
-	p.slabMu.Lock()
-	if len(p.slab) == 0 {
-		p.slab = make([]msg, slabSize)
-	}
-	m := &p.slab[0]
-	p.slab = p.slab[1:]
-	p.slabMu.Unlock()
-	return m
-}
-
 // finisher counts settled messages per publisher so the ack path does one
-// atomic add per run of messages from the same publisher, not one each.
+// atomic add per publisher and batch, not one per message: messages of the
+// few publishers writing to a node interleave in its batches.
 type finisher struct {
-	p *publisher
-	k int64
+	ps [4]*publisher
+	ks [4]int64
+	n  int
 }
 
 func (f *finisher) add(m *msg) {
-	if m.pub != f.p {
-		f.flush()
-		f.p = m.pub
+	if m.pub == nil {
+		m.finished(nil)
+		return
 	}
-	f.k++
+	for i := range f.n {
+		if f.ps[i] == m.pub {
+			f.ks[i]++
+			return
+		}
+	}
+	if f.n == len(f.ps) {
+		f.flush()
+	}
+	f.ps[f.n], f.ks[f.n] = m.pub, 1
+	f.n++
 }
 
 func (f *finisher) flush() {
-	if f.p != nil && f.k > 0 {
-		f.p.finish(f.k)
+	for i := range f.n {
+		f.ps[i].finish(f.ks[i])
+		f.ps[i] = nil
 	}
-	f.k = 0
+	f.n = 0
 }
 
 func (p *publisher) finish(k int64) {
@@ -200,13 +250,16 @@ func (p *publisher) Publish(ctx context.Context, topic queue.Topic, qm queue.Mes
 		p.finish(1)
 		return nil, fmt.Errorf("queue/pub: publish to %q: publisher %w", topic, queue.ErrClosed)
 	}
-	m := p.newMsg()
-	m.pub, m.topic, m.group, m.shard, m.payload = p, topic, qm.Group, qm.Shard, qm.Payload
-	m.deadline = p.c.now() + int64(p.timeout)
-	if err := p.c.publish(ctx, m); err != nil {
-		// Never handed to a node: the future is not returned, so resolve it
-		// only to keep the outstanding count right.
-		m.resolve(err, nil)
+	h := msgHead{
+		pub: p, msgKey: p.key(topic, qm.Group), shard: qm.Shard, payload: qm.Payload,
+		deadline: p.c.now() + int64(p.timeout),
+	}
+	if p.replicated(qm.Group) {
+		return p.c.publishCopies(ctx, h)
+	}
+	m, err := p.c.publish(ctx, &h, nil)
+	if err != nil {
+		p.finish(1) // nothing was queued and no future handed out
 		return nil, err
 	}
 	return m, nil

@@ -11,7 +11,7 @@ import (
 // route picks m's node in t: its primary, or the first node of its failover
 // order that is not marked down, or, if all are down, the first one (the
 // message waits there for its node to return or its deadline).
-func (c *Client) route(t *route.Table, nodes map[string]*node, m *msg) (*node, error) {
+func (c *Client) route(t *route.Table, nodes map[string]*node, m *msgHead) (*node, error) {
 	if m.pinned() {
 		if n := nodes[m.x.node]; n != nil && !n.down.Load() {
 			return n, nil
@@ -42,9 +42,10 @@ func (c *Client) route(t *route.Table, nodes map[string]*node, m *msg) (*node, e
 
 // routeCache maps one group's shards to their primary nodes in one table.
 type routeCache struct {
-	t      *route.Table
-	group  string
-	shards []*node // nil: look it up the slow way
+	t          *route.Table
+	group      string
+	replicated bool    // the group wants copies beyond the primary
+	shards     []*node // nil: look it up the slow way
 }
 
 func newRouteCache(t *route.Table, nodes map[string]*node, group string) *routeCache {
@@ -53,6 +54,7 @@ func newRouteCache(t *route.Table, nodes map[string]*node, group string) *routeC
 	if !ok {
 		return rc
 	}
+	rc.replicated = g.Replicas > 0
 	rc.shards = make([]*node, g.ShardNum)
 	for s := range g.ShardNum {
 		if ns, err := t.Nodes(group, s); err == nil {
@@ -68,9 +70,18 @@ type orderKey struct {
 	shard uint32
 }
 
-func (c *Client) failover(t *route.Table, nodes map[string]*node, m *msg, avoid string,
-	cache map[orderKey][]route.Node,
-) (*node, error) {
+// replicated reports whether group's messages are copied to replicas.
+func (p *publisher) replicated(group string) bool {
+	t := p.c.place.Current()
+	rc := p.route.Load()
+	if rc == nil || rc.t != t || rc.group != group {
+		rc = newRouteCache(t, p.c.nodesFor(t), group)
+		p.route.Store(rc)
+	}
+	return rc.replicated
+}
+
+func (c *Client) order(t *route.Table, m *msgHead, cache map[orderKey][]route.Node) ([]route.Node, error) {
 	k := orderKey{m.group, m.shard}
 	order, ok := cache[k]
 	if !ok {
@@ -81,6 +92,16 @@ func (c *Client) failover(t *route.Table, nodes map[string]*node, m *msg, avoid 
 		if cache != nil {
 			cache[k] = order
 		}
+	}
+	return order, nil
+}
+
+func (c *Client) failover(t *route.Table, nodes map[string]*node, m *msgHead, avoid string,
+	cache map[orderKey][]route.Node,
+) (*node, error) {
+	order, err := c.order(t, m, cache)
+	if err != nil {
+		return nil, err
 	}
 	var fallback *node
 	for _, rn := range order {
@@ -101,7 +122,7 @@ func (c *Client) failover(t *route.Table, nodes map[string]*node, m *msg, avoid 
 	return fallback, nil
 }
 
-func routeErr(m *msg, err error) error {
+func routeErr(m *msgHead, err error) error {
 	if errors.Is(err, route.ErrNoNodes) {
 		return fmt.Errorf("queue/pub: %q message for group %q shard %d: %w: %w", m.topic, m.group, m.shard, queue.ErrNoNodes, err)
 	}

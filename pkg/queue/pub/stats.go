@@ -31,6 +31,9 @@ type Stats struct {
 	// BatchesSent and MessagesSent count frames and messages written,
 	// resends included; their ratio is the mean batch size.
 	BatchesSent, MessagesSent int64
+	// UnderReplicated counts copies of messages of replicated groups that
+	// were not written because too few live nodes could hold them.
+	UnderReplicated int64
 }
 
 // Stats returns the current counters and gauges. It takes a lock per
@@ -38,7 +41,7 @@ type Stats struct {
 func (c *Client) Stats() Stats {
 	st := Stats{
 		Reconnects: c.reconnects.Load(), Replaced: c.replaced.Load(),
-		BatchesSent: c.batches.Load(), MessagesSent: c.sent.Load(),
+		BatchesSent: c.batches.Load(), MessagesSent: c.sent.Load(), UnderReplicated: c.underReplicated.Load(),
 	}
 	c.mu.Lock()
 	for n := range c.all {

@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -32,42 +29,6 @@ var (
 	errProtocol         = errors.New("protocol violation")
 )
 
-// batch is one Batch frame in flight, and the messages it carries.
-type batch struct {
-	id          uint64
-	topic       queue.Topic
-	msgs        []*msg
-	bytes       int64 // payload bytes, charged to the node's budget
-	minDeadline int64 // of unresolved messages: when the sweep must look
-	maxDeadline int64 // sent as the frame's deadline: the batch is moot after it
-}
-
-var batchPool = sync.Pool{New: func() any { return new(batch) }}
-
-func getBatch() *batch { return batchPool.Get().(*batch) }
-
-func putBatch(b *batch) {
-	clear(b.msgs)
-	*b = batch{msgs: b.msgs[:0]}
-	batchPool.Put(b)
-}
-
-// expire fails the batch's messages past their deadline. Their bytes stay
-// charged until the batch is acked or its stream ends.
-func (b *batch) expire(now int64, node string) {
-	next := int64(math.MaxInt64)
-	for _, m := range b.msgs {
-		switch {
-		case m.isDone():
-		case m.expired(now):
-			m.resolve(deadlineErr(m, node), nil)
-		default:
-			next = min(next, m.deadline)
-		}
-	}
-	b.minDeadline = next
-}
-
 // stream is one long-lived Stream RPC to a node, re-opened when it breaks.
 // Its send loop is the only caller of Send, its receive loop the only
 // caller of Recv.
@@ -75,10 +36,6 @@ type stream struct {
 	n          *node
 	idx        int
 	windowFree chan struct{} // an ack freed a window slot
-	// Batch caps for this session: the configured ones, lowered by the
-	// node's HelloAck and halved on every CODE_TOO_LARGE.
-	maxBytes atomic.Int64
-	maxMsgs  atomic.Int64
 
 	// Under n.mu.
 	pending      []*batch // in flight, oldest first
@@ -159,9 +116,7 @@ func (s *stream) session(ctx context.Context) (up, incompatible bool, err error)
 	if mb := ack.GetMaxBatchBytes(); mb > 0 && mb < uint64(limit) {
 		limit = int64(mb)
 	}
-	s.maxBytes.Store(limit)
-	s.maxMsgs.Store(int64(cfg.MaxBatchMessages))
-	n.streamUp(s, abort)
+	n.streamUp(s, abort, int(limit))
 
 	recvErr := make(chan error, 1)
 	go func() {
@@ -207,99 +162,6 @@ func (s *stream) handshake(ctx context.Context, conn *grpc.ClientConn) (clientSt
 	return st, ack, nil
 }
 
-type takeResult int
-
-const (
-	takeOK takeResult = iota
-	takeEmpty
-	takeFull
-	takeAgain
-)
-
-// take moves what is queued for the node (one topic, round robin, up to
-// the batch caps) into a new in-flight batch of s. Taking whatever is
-// there, with no linger, makes batches grow with load by themselves.
-func (n *node) take(s *stream) (*batch, takeResult) {
-	cfg := &n.c.cfg
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if len(s.pending) >= cfg.MaxInFlightBatches {
-		return nil, takeFull
-	}
-	if n.queued == 0 {
-		return nil, takeEmpty
-	}
-	var q *topicQueue
-	for i := range n.queues {
-		if c := n.queues[(n.rr+i)%len(n.queues)]; len(c.msgs) > 0 {
-			q, n.rr = c, (n.rr+i+1)%len(n.queues)
-			break
-		}
-	}
-	limit, maxMsgs := int(s.maxBytes.Load()), int(s.maxMsgs.Load())
-	size := batchOverhead + len(q.topic)
-	b := getBatch()
-	b.topic, b.minDeadline = q.topic, math.MaxInt64
-	k := 0
-	var freed int64
-	for k < len(q.msgs) && len(b.msgs) < maxMsgs {
-		m := q.msgs[k]
-		ms := len(m.payload) + 1 + uvarintLen(len(m.payload))
-		if len(b.msgs) > 0 && size+ms > limit {
-			break
-		}
-		k++
-		switch {
-		case m.isDone():
-			freed += m.size()
-		case size+ms > limit:
-			freed += m.size()
-			m.resolve(fmt.Errorf("queue/pub: %q message of %d bytes exceeds node %s's batch limit of %d bytes: %w",
-				m.topic, len(m.payload), n.name, limit, queue.ErrInvalidMessage), nil)
-		default:
-			size += ms
-			b.msgs = append(b.msgs, m)
-			b.bytes += m.size()
-			b.minDeadline = min(b.minDeadline, m.deadline)
-			b.maxDeadline = max(b.maxDeadline, m.deadline)
-		}
-	}
-	clear(q.msgs[:k])
-	if k == len(q.msgs) {
-		q.msgs = q.msgs[:0] // drained: reuse the array from its start
-	} else {
-		q.msgs = q.msgs[k:]
-	}
-	n.queued -= k
-	if freed > 0 {
-		n.releaseLocked(freed)
-	}
-	if len(b.msgs) == 0 {
-		putBatch(b)
-		return nil, takeAgain
-	}
-	b.id = s.nextID
-	s.nextID++
-	if len(s.pending) == 0 {
-		s.lastProgress = time.Now().UnixNano()
-	}
-	s.pending = append(s.pending, b)
-	n.inflight.Add(1)
-	if n.queued > 0 && len(n.streams) > 1 {
-		n.wake() // let another stream take the rest
-	}
-	return b, takeOK
-}
-
-func uvarintLen(x int) int {
-	k := 1
-	for x >= 0x80 {
-		x >>= 7
-		k++
-	}
-	return k
-}
-
 // sendLoop sends batches while the window has room and work is queued.
 func (s *stream) sendLoop(ctx context.Context, st clientStream) error {
 	n := s.n
@@ -325,13 +187,10 @@ func (s *stream) sendLoop(ctx context.Context, st clientStream) error {
 		}
 		f := s.frame
 		f.BatchId, f.Topic, f.DeadlineUnixNano = b.id, string(b.topic), b.maxDeadline
-		for _, m := range b.msgs {
-			f.Messages = append(f.Messages, m.payload)
-		}
+		f.Messages = b.payloads
 		k := len(b.msgs) // b may be acked and recycled as soon as Send returns
 		err := st.Send(s.req)
-		clear(f.Messages)
-		f.Messages = f.Messages[:0]
+		f.Messages = nil
 		if err != nil {
 			return fmt.Errorf("node %s: sending batch: %w", n.name, err)
 		}
@@ -390,11 +249,13 @@ func (s *stream) onAck(ack *clusterv1.Ack) error {
 	}
 
 	var again, retry []*msg
+	shrunk := false
 	if ack.GetBatchFailure() == nil && len(ack.GetFailures()) == 0 {
 		replies := ack.GetReplies()
+		late := now >= b.minDeadline // else no message of b can have expired
 		var fin finisher
 		for i, m := range b.msgs {
-			if m.expired(now) {
+			if late && m.expired(now) {
 				// A late ack: the caller may already have been told the
 				// message timed out, so it must not hear otherwise.
 				m.resolve(deadlineErr(m, n.name), nil)
@@ -406,7 +267,7 @@ func (s *stream) onAck(ack *clusterv1.Ack) error {
 		}
 		fin.flush()
 	} else {
-		again, retry = s.resolveFailures(b, ack, now)
+		again, retry, shrunk = s.resolveFailures(b, ack, now)
 	}
 	var kept int64
 	for _, m := range again {
@@ -414,6 +275,10 @@ func (s *stream) onAck(ack *clusterv1.Ack) error {
 	}
 	n.mu.Lock()
 	n.releaseLocked(b.bytes - kept)
+	if shrunk { // the node's limit (bytes or count) is lower than ours: halve both
+		n.maxBytes = max(n.maxBytes/2, 1024)
+		n.maxMsgs = max(len(b.msgs)/2, 1)
+	}
 	if len(again) > 0 {
 		n.requeueFront(again)
 	}
@@ -432,7 +297,7 @@ func replyAt(replies [][]byte, i int) []byte {
 	return nil
 }
 
-func (s *stream) resolveFailures(b *batch, ack *clusterv1.Ack, now int64) (again, retry []*msg) {
+func (s *stream) resolveFailures(b *batch, ack *clusterv1.Ack, now int64) (again, retry []*msg, shrunk bool) {
 	n := s.n
 	fails := make([]*clusterv1.Failure, len(b.msgs))
 	if bf := ack.GetBatchFailure(); bf != nil {
@@ -445,7 +310,6 @@ func (s *stream) resolveFailures(b *batch, ack *clusterv1.Ack, now int64) (again
 			fails[f.GetIndex()] = cmp.Or(f.GetFailure(), &clusterv1.Failure{Reason: "no failure detail"})
 		}
 	}
-	shrunk := false
 	for i, m := range b.msgs {
 		f := fails[i]
 		switch {
@@ -471,11 +335,7 @@ func (s *stream) resolveFailures(b *batch, ack *clusterv1.Ack, now int64) (again
 		case clusterv1.Code_CODE_DEADLINE_EXCEEDED:
 			m.resolve(wrap(queue.ErrDeadline), nil)
 		case clusterv1.Code_CODE_TOO_LARGE:
-			if !shrunk { // the node's limit (bytes or count) is lower than ours: halve both
-				s.maxBytes.Store(max(s.maxBytes.Load()/2, 1024))
-				s.maxMsgs.Store(max(int64(len(b.msgs))/2, 1))
-				shrunk = true
-			}
+			shrunk = true
 			again = append(again, m)
 		default: // UNAVAILABLE, INTERNAL, unknown codes: retry elsewhere
 			if m.pinned() {
@@ -487,5 +347,5 @@ func (s *stream) resolveFailures(b *batch, ack *clusterv1.Ack, now int64) (again
 			retry = append(retry, m)
 		}
 	}
-	return again, retry
+	return again, retry, shrunk
 }
