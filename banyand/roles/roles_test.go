@@ -1,0 +1,98 @@
+package roles
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/banyand-io/banyand/pkg/run"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// The HTTP endpoints of a role: /healthz while the process runs, /readyz
+// only once every component started, /metrics in Prometheus text format.
+func TestStandaloneHTTPEndpoints(t *testing.T) {
+	var sa Standalone
+	sa.SetDefaults("127.0.0.1:0", t.TempDir())
+	sa.HTTPAddr = "127.0.0.1:0"
+	if err := sa.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	comps, err := sa.Components(logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := run.NewGroup(run.Config{Name: "standalone"}, logger, comps...)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+
+	deadline := time.Now().Add(20 * time.Second)
+	for !sa.http.ready.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("standalone not ready after 20s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	base := "http://" + sa.http.Addr()
+	if code, _ := get(t, base+"/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz: %d", code)
+	}
+	if code, _ := get(t, base+"/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz: %d", code)
+	}
+	code, body := get(t, base+"/metrics")
+	if code != http.StatusOK || !strings.Contains(body, "go_goroutines") {
+		t.Fatalf("/metrics: %d, no go_goroutines in %.200q", code, body)
+	}
+
+	// Draining: the ready marker stops first, so /readyz drops to 503.
+	if err := (readyMarker{sa.http}).Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := get(t, base+"/readyz"); code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz while draining: %d, want 503", code)
+	}
+}
+
+func TestValidateRejectsBadFlags(t *testing.T) {
+	var sa Standalone
+	sa.SetDefaults("not-an-address", "")
+	err := sa.Validate()
+	if err == nil || !strings.Contains(err.Error(), "--grpc-addr") || !strings.Contains(err.Error(), "--data-path") {
+		t.Fatalf("Validate: %v, want errors naming --grpc-addr and --data-path", err)
+	}
+	var st Storage
+	st.SetDefaults()
+	st.NodeName = "a/b"
+	st.NodeTTL = 1500 * time.Millisecond
+	err = st.Validate()
+	if err == nil || !strings.Contains(err.Error(), "--node-name") || !strings.Contains(err.Error(), "TTL") {
+		t.Fatalf("Validate: %v, want errors naming --node-name and the lease TTL", err)
+	}
+}
