@@ -125,36 +125,74 @@ func (q *topicQueue) popFront() *batch {
 	return b
 }
 
-// newMsg hands out a message from one of the node's slabs: one allocation
-// per slabSize messages, made under n.mu, which the caller holds anyway.
-// Publishers use different slabs (by lane) so that messages written by
-// different cores do not share cache lines.
-func (n *node) newMsg(lane uint32) *msg {
-	slab := &n.slabs[lane%uint32(len(n.slabs))]
-	if len(*slab) == 0 {
-		*slab = make([]msg, slabSize)
+// numLanes is how many lanes a node's queue has.
+const numLanes = 4
+
+// lane is one share of a node's queue. A publisher appends to the lane its
+// number picks, under that lane's lock only, so publishers on different
+// cores neither contend for a lock nor write the same cache lines; the
+// send loop takes batches from the lanes round robin.
+type lane struct {
+	// mu guards the fields below. Lock order: node.mu, then a lane's mu;
+	// never two lanes at once.
+	mu         sync.Mutex
+	queues     []*topicQueue // few topics: a slice beats a map
+	rr         int           // next queue to serve, for fairness between topics
+	queued     int
+	nextExpiry int64 // no message queued in the lane has an earlier deadline
+	// credit is budget reserved from node.used in chunks and not yet
+	// charged to a message: one atomic add a chunk instead of a message.
+	credit int64
+	slab   []msg    // the rest of the lane's current message slab
+	_      [64]byte // keeps lanes off each other's cache lines
+}
+
+// lane returns the lane for p's messages; lane 0 takes re-placed ones.
+func (n *node) lane(p *publisher) *lane {
+	if p == nil {
+		return &n.lanes[0]
 	}
-	m := &(*slab)[0]
-	*slab = (*slab)[1:]
+	return &n.lanes[p.lane%numLanes]
+}
+
+// newMsg hands out a message from the lane's slab: one allocation per
+// slabSize messages. l.mu is held.
+func (l *lane) newMsg() *msg {
+	if len(l.slab) == 0 {
+		l.slab = make([]msg, slabSize)
+	}
+	m := &l.slab[0]
+	l.slab = l.slab[1:]
 	return m
 }
 
-// push queues m in its topic's newest batch, or a new one. n.mu is held.
-func (n *node) push(m *msg) {
+func (l *lane) queue(t queue.Topic) *topicQueue {
+	for _, q := range l.queues {
+		if q.topic == t {
+			return q
+		}
+	}
+	q := &topicQueue{topic: t}
+	l.queues = append(l.queues, q)
+	return q
+}
+
+// push queues m in its topic's newest batch in l, or a new one. l.mu is
+// held; m's bytes are already charged to the node's budget.
+func (n *node) push(l *lane, m *msg) {
 	ws := wireSize(m.payload)
-	q := n.queue(m.topic)
+	q := l.queue(m.topic)
 	var b *batch
-	if k := len(q.batches); k > 0 && q.batches[k-1].fits(ws, n.maxMsgs, n.maxBytes) {
+	if k := len(q.batches); k > 0 && q.batches[k-1].fits(ws, int(n.maxMsgs.Load()), int(n.maxBytes.Load())) {
 		b = q.batches[k-1]
 	} else {
 		b = newBatch(q.topic)
 		q.batches = append(q.batches, b)
 	}
 	b.add(m, ws)
-	n.used += m.size()
-	n.nextExpiry = min(n.nextExpiry, m.deadline)
-	n.queued++
-	if n.queued == 1 {
+	l.nextExpiry = min(l.nextExpiry, m.deadline)
+	l.queued++
+	if l.queued == 1 {
 		n.wake()
 	}
 }
@@ -166,21 +204,93 @@ func (n *node) wake() {
 	}
 }
 
-func (n *node) queue(t queue.Topic) *topicQueue {
-	for _, q := range n.queues {
-		if q.topic == t {
-			return q
+// reserve moves budget for a message of size bytes into l.credit, a chunk
+// at a time when the budget has room for one. As before lanes, a message
+// is admitted when it fits the budget or the budget is empty. l.mu is held.
+func (n *node) reserve(l *lane, size int64) bool {
+	limit := n.c.cfg.MaxBytesPerNode
+	need := size - l.credit
+	want := max(need, min(limit/64, 64<<10))
+	for {
+		u := n.used.Load()
+		w := want
+		switch {
+		case u+w <= limit:
+		case u+need <= limit || u == 0:
+			w = need
+		default:
+			return false
+		}
+		if n.used.CompareAndSwap(u, u+w) {
+			l.credit += w
+			return true
 		}
 	}
-	q := &topicQueue{topic: t}
-	n.queues = append(n.queues, q)
-	return q
 }
 
-// requeueFront puts messages back at the head of their queues, in new
+// reclaim returns every lane's unused credit to the budget, so that a
+// publisher waiting for room does not wait on bytes nobody uses.
+func (n *node) reclaim() {
+	for i := range n.lanes {
+		l := &n.lanes[i]
+		l.mu.Lock()
+		c := l.credit
+		l.credit = 0
+		l.mu.Unlock()
+		n.release(c)
+	}
+}
+
+// waitRoom returns the channel that closes when bytes are released, or nil
+// if a message of size bytes fits now.
+func (n *node) waitRoom(size int64) <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.room == nil {
+		n.room = make(chan struct{})
+	}
+	n.roomWanted.Store(true)
+	// After the flag: a release that missed it is seen here.
+	if u := n.used.Load(); u == 0 || u+size <= n.c.cfg.MaxBytesPerNode {
+		return nil
+	}
+	return n.room
+}
+
+// release returns bytes to the budget and wakes publishers waiting for room.
+func (n *node) release(b int64) {
+	if b == 0 {
+		return
+	}
+	n.used.Add(-b)
+	if n.roomWanted.Load() {
+		n.mu.Lock()
+		n.wakeRoomLocked()
+		n.mu.Unlock()
+	}
+}
+
+// releaseLocked is release with n.mu held.
+func (n *node) releaseLocked(b int64) {
+	if b == 0 {
+		return
+	}
+	n.used.Add(-b)
+	n.wakeRoomLocked()
+}
+
+func (n *node) wakeRoomLocked() {
+	n.roomWanted.Store(false)
+	if n.room != nil {
+		close(n.room)
+		n.room = nil
+	}
+}
+
+// requeueFront puts messages back at the head of lane 0's queues, in new
 // batches under the current caps, keeping their bytes: they were in flight
 // on a stream that ended, or rejected as part of a too large batch.
-// Resolved messages are dropped instead.
+// Resolved messages are dropped instead. n.mu is held.
 func (n *node) requeueFront(ms []*msg) {
 	type front struct {
 		q       *topicQueue
@@ -188,6 +298,9 @@ func (n *node) requeueFront(ms []*msg) {
 	}
 	var fronts []front
 	cur := -1
+	maxMsgs, maxBytes := int(n.maxMsgs.Load()), int(n.maxBytes.Load())
+	l := &n.lanes[0]
+	l.mu.Lock()
 	for _, m := range ms {
 		if m.isDone() {
 			n.releaseLocked(m.size())
@@ -201,83 +314,102 @@ func (n *node) requeueFront(ms []*msg) {
 				}
 			}
 			if cur < 0 {
-				fronts = append(fronts, front{q: n.queue(m.topic)})
+				fronts = append(fronts, front{q: l.queue(m.topic)})
 				cur = len(fronts) - 1
 			}
 		}
 		f := &fronts[cur]
 		ws := wireSize(m.payload)
-		if k := len(f.batches); k == 0 || !f.batches[k-1].fits(ws, n.maxMsgs, n.maxBytes) {
+		if k := len(f.batches); k == 0 || !f.batches[k-1].fits(ws, maxMsgs, maxBytes) {
 			f.batches = append(f.batches, newBatch(m.topic))
 		}
 		f.batches[len(f.batches)-1].add(m, ws)
-		n.queued++
-		n.nextExpiry = min(n.nextExpiry, m.deadline)
+		l.queued++
+		l.nextExpiry = min(l.nextExpiry, m.deadline)
 	}
 	for _, f := range fronts {
 		f.q.batches = append(f.batches, f.q.batches...)
 	}
-	if n.queued > 0 {
+	queued := l.queued
+	l.mu.Unlock()
+	if queued > 0 {
 		n.wake()
 	}
 }
 
-func (n *node) releaseLocked(b int64) {
-	n.used -= b
-	if n.room != nil {
-		close(n.room)
-		n.room = nil
+// queuedLocked counts the messages queued in all lanes. n.mu is held.
+func (n *node) queuedLocked() int {
+	k := 0
+	for i := range n.lanes {
+		l := &n.lanes[i]
+		l.mu.Lock()
+		k += l.queued
+		l.mu.Unlock()
 	}
+	return k
 }
 
 // drainLocked takes every queued message off the node for re-placement.
+// n.mu is held.
 func (n *node) drainLocked() []*msg {
-	out := make([]*msg, 0, n.queued)
+	var out []*msg
 	var bytes int64
-	for _, q := range n.queues {
-		for _, b := range q.batches {
-			for _, m := range b.msgs {
-				m.failedOn(n.name, nil)
-				out = append(out, m)
+	for i := range n.lanes {
+		l := &n.lanes[i]
+		l.mu.Lock()
+		for _, q := range l.queues {
+			for _, b := range q.batches {
+				for _, m := range b.msgs {
+					m.failedOn(n.name, nil)
+					out = append(out, m)
+				}
+				bytes += b.bytes
+				putBatch(b)
 			}
-			bytes += b.bytes
-			putBatch(b)
+			clear(q.batches)
+			q.batches = q.batches[:0]
 		}
-		clear(q.batches)
-		q.batches = q.batches[:0]
+		l.queued = 0
+		l.nextExpiry = math.MaxInt64
+		l.mu.Unlock()
 	}
-	n.queued = 0
 	n.releaseLocked(bytes)
-	n.nextExpiry = math.MaxInt64
 	return out
 }
 
-// expireQueued fails queued messages past their deadline. It walks every
-// queue, but only when the earliest queued deadline has passed, which a
-// healthy node never lets happen.
+// expireQueued fails queued messages past their deadline. It walks a
+// lane's queues only when the lane's earliest deadline has passed, which
+// a healthy node never lets happen. n.mu is held.
 func (n *node) expireQueued(now int64) {
-	next := int64(math.MaxInt64)
 	var freed int64
-	for _, q := range n.queues {
-		kept := q.batches[:0]
-		for _, b := range q.batches {
-			f, d := b.compact(now, n.name)
-			freed += f
-			n.queued -= d
-			if len(b.msgs) == 0 {
-				putBatch(b)
-				continue
-			}
-			next = min(next, b.minDeadline)
-			kept = append(kept, b)
+	for i := range n.lanes {
+		l := &n.lanes[i]
+		l.mu.Lock()
+		if now < l.nextExpiry {
+			l.mu.Unlock()
+			continue
 		}
-		clear(q.batches[len(kept):])
-		q.batches = kept
+		next := int64(math.MaxInt64)
+		for _, q := range l.queues {
+			kept := q.batches[:0]
+			for _, b := range q.batches {
+				f, d := b.compact(now, n.name)
+				freed += f
+				l.queued -= d
+				if len(b.msgs) == 0 {
+					putBatch(b)
+					continue
+				}
+				next = min(next, b.minDeadline)
+				kept = append(kept, b)
+			}
+			clear(q.batches[len(kept):])
+			q.batches = kept
+		}
+		l.nextExpiry = next
+		l.mu.Unlock()
 	}
-	n.nextExpiry = next
-	if freed > 0 {
-		n.releaseLocked(freed)
-	}
+	n.releaseLocked(freed)
 }
 
 type takeResult int
@@ -289,7 +421,31 @@ const (
 	takeAgain
 )
 
-// take moves the oldest queued batch of the next topic (round robin) into
+// takeLane pops the oldest batch of l's next topic (round robin), or nil.
+// A lane left empty gives its credit back.
+func (n *node) takeLane(l *lane) *batch {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.queued == 0 {
+		return nil
+	}
+	var q *topicQueue
+	for i := range l.queues {
+		if c := l.queues[(l.rr+i)%len(l.queues)]; len(c.batches) > 0 {
+			q, l.rr = c, (l.rr+i+1)%len(l.queues)
+			break
+		}
+	}
+	b := q.popFront()
+	l.queued -= len(b.msgs)
+	if l.queued == 0 && l.credit > 0 {
+		n.releaseLocked(l.credit)
+		l.credit = 0
+	}
+	return b
+}
+
+// take moves the oldest queued batch of the next lane (round robin) into
 // flight on s. Taking whatever is there, with no linger, makes batches
 // grow with load by themselves.
 func (n *node) take(s *stream) (*batch, takeResult) {
@@ -299,19 +455,17 @@ func (n *node) take(s *stream) (*batch, takeResult) {
 	if len(s.pending) >= cfg.MaxInFlightBatches {
 		return nil, takeFull
 	}
-	if n.queued == 0 {
-		return nil, takeEmpty
-	}
-	var q *topicQueue
-	for i := range n.queues {
-		if c := n.queues[(n.rr+i)%len(n.queues)]; len(c.batches) > 0 {
-			q, n.rr = c, (n.rr+i+1)%len(n.queues)
+	var b *batch
+	for i := range numLanes {
+		if b = n.takeLane(&n.lanes[(n.rr+i)%numLanes]); b != nil {
+			n.rr = (n.rr + i + 1) % numLanes
 			break
 		}
 	}
-	b := q.popFront()
-	n.queued -= len(b.msgs)
-	if b.size > n.maxBytes || len(b.msgs) > n.maxMsgs {
+	if b == nil {
+		return nil, takeEmpty
+	}
+	if maxBytes, maxMsgs := int(n.maxBytes.Load()), int(n.maxMsgs.Load()); b.size > maxBytes || len(b.msgs) > maxMsgs {
 		// Built before the caps came down (HelloAck, CODE_TOO_LARGE).
 		if len(b.msgs) > 1 {
 			ms := append([]*msg(nil), b.msgs...)
@@ -321,7 +475,7 @@ func (n *node) take(s *stream) (*batch, takeResult) {
 		}
 		if m := b.msgs[0]; !m.isDone() {
 			m.resolve(fmt.Errorf("queue/pub: %q message of %d bytes exceeds node %s's batch limit of %d bytes: %w",
-				m.topic, len(m.payload), n.name, n.maxBytes, queue.ErrInvalidMessage), nil)
+				m.topic, len(m.payload), n.name, maxBytes, queue.ErrInvalidMessage), nil)
 		}
 		n.releaseLocked(b.bytes)
 		putBatch(b)
@@ -334,8 +488,8 @@ func (n *node) take(s *stream) (*batch, takeResult) {
 	}
 	s.pending = append(s.pending, b)
 	n.inflight.Add(1)
-	if n.queued > 0 && len(n.streams) > 1 {
-		n.wake() // let another stream take the rest
+	if len(n.streams) > 1 {
+		n.wake() // let another stream take the rest, if any
 	}
 	return b, takeOK
 }

@@ -55,10 +55,12 @@ type Deps struct {
 // copies already queued are still delivered. With replicas = 0 none of
 // this runs: a message is one queued msg, as without replication.
 //
-// Batching: a node's queue is a list of batches per topic; Publish appends
-// to the newest while it is under the batch caps, and a stream's send loop
-// takes the oldest whole when its window has room, so a batch's payload
-// list is sent as is.
+// Batching: a node's queue is split into a few lanes, each a list of
+// batches per topic; a publisher appends to the newest batch of its own
+// lane (picked by the publisher's number) while it is under the batch caps,
+// so concurrent publishers do not share a lock, and a stream's send loop
+// takes the oldest batch of the next non-empty lane whole when its window
+// has room, so a batch's payload list is sent as is.
 //
 // Connections are lazy: a node is dialled when the first message is routed
 // to it. Each node gets one gRPC connection and StreamsPerNode streams.
@@ -70,8 +72,11 @@ type Deps struct {
 // PublishWait, the caller's ctx or the message's deadline, whichever comes
 // first; then it returns an error wrapping queue.ErrResourceExhausted (or
 // the ctx error, or queue.ErrClosed if the client closes meanwhile).
-// Messages re-placed from a failed node are admitted to their new node
-// even over its budget, so the client as a whole holds at most
+// A lane reserves budget in chunks (1/64 of MaxBytesPerNode, at most
+// 64 KiB) and gives back what it did not use once it is empty or a
+// publisher waits for room; reserved bytes count as in use. Messages
+// re-placed from a failed node are admitted to their new node even over
+// its budget, so the client as a whole holds at most
 // MaxBytesPerNode times the number of nodes, plus per-message bookkeeping.
 //
 // Delivery: at least once. A message's future resolves exactly once: nil
@@ -115,7 +120,7 @@ type Client struct {
 	clock atomic.Int64
 
 	reconnects, replaced, batches, sent, underReplicated atomic.Int64
-	lanes                                                atomic.Uint32 // publishers made, for their slab lanes
+	lanes                                                atomic.Uint32 // publishers made, for their lanes
 	// underLogged is the underReplicated count last logged (by tick only).
 	underLogged int64
 }

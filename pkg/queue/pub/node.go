@@ -33,36 +33,45 @@ type node struct {
 	// inflight mirrors the batches in flight (under mu) so readers take no lock.
 	inflight atomic.Int64
 
-	// work wakes an idle send loop when the queues go from empty to not.
+	// work wakes an idle send loop when a lane goes from empty to not.
 	work chan struct{}
 
-	// mu guards everything below. Publishers, the node's send and receive
-	// loops and the maintenance loop all take it, briefly; nobody holds it
-	// while doing I/O or while taking another lock.
+	// lanes hold the queued messages; publishers take only their lane's
+	// lock (see lane).
+	lanes [numLanes]lane
+	// used is the budget: payload bytes queued plus in flight, plus the
+	// lanes' unused credit. It changes by a chunk, a batch or a rare
+	// message at a time (see reserve).
+	used atomic.Int64
+	// roomWanted tells releases that a publisher waits on room.
+	roomWanted atomic.Bool
+	// removed: the node left the table; it takes no new messages.
+	removed atomic.Bool
+	// Batch caps for new batches: the configured ones, lowered by the
+	// node's HelloAck and halved on every CODE_TOO_LARGE. Written under mu.
+	maxBytes, maxMsgs atomic.Int64
+
+	// mu guards everything below. The node's send and receive loops, the
+	// maintenance loop and publishers waiting for room take it, briefly;
+	// nobody holds it while doing I/O. Under it a lane's lock may be taken.
 	mu           sync.Mutex
-	queues       []*topicQueue // few topics: a slice beats a map
-	rr           int           // next queue to serve, for fairness between topics
-	queued       int
-	used         int64 // payload bytes queued plus in flight: the budget
-	nextExpiry   int64 // no queued message has an earlier deadline
+	rr           int // next lane to serve
 	room         chan struct{}
 	streams      []*stream
 	up           int       // streams past their handshake
 	downSince    time.Time // when the last stream went down; zero while one is up
 	incompatible bool
-	removed      bool
 	removedAt    time.Time
-	// Batch caps for new batches: the configured ones, lowered by the
-	// node's HelloAck and halved on every CODE_TOO_LARGE.
-	maxBytes, maxMsgs int
-	slabs             [4][]msg // the rest of the current message slabs, by publisher lane
 }
 
 func newNode(c *Client, rn route.Node) *node {
-	return &node{
-		c: c, name: rn.Name, addr: rn.Addr, work: make(chan struct{}, 1), nextExpiry: math.MaxInt64,
-		maxBytes: c.cfg.MaxBatchBytes, maxMsgs: c.cfg.MaxBatchMessages,
+	n := &node{c: c, name: rn.Name, addr: rn.Addr, work: make(chan struct{}, 1)}
+	for i := range n.lanes {
+		n.lanes[i].nextExpiry = math.MaxInt64
 	}
+	n.maxBytes.Store(int64(c.cfg.MaxBatchBytes))
+	n.maxMsgs.Store(int64(c.cfg.MaxBatchMessages))
+	return n
 }
 
 // ensureStarted dials the node and starts its streams on first use. It
@@ -129,28 +138,37 @@ func (n *node) enqueue(h *msgHead, m *msg) (queued *msg, room <-chan struct{}, e
 	if !n.ensureStarted() {
 		return nil, nil, n.c.errClosed(h.topic)
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	switch {
-	case n.removed:
-		return nil, nil, nil
-	case n.used > 0 && n.used+h.size() > n.c.cfg.MaxBytesPerNode:
-		if n.room == nil {
-			n.room = make(chan struct{})
+	l, size := n.lane(h.pub), h.size()
+	for reclaimed := false; ; reclaimed = true {
+		l.mu.Lock()
+		if n.removed.Load() {
+			l.mu.Unlock()
+			return nil, nil, nil
 		}
-		return nil, n.room, nil
-	}
-	if m == nil {
-		// Field by field, leaving the zero ones alone: each pointer
-		// store costs a write barrier while the GC marks.
-		m = n.newMsg(h.pub.lane)
-		m.pub, m.msgKey, m.payload, m.deadline, m.shard = h.pub, h.msgKey, h.payload, h.deadline, h.shard
-		if h.x != nil {
-			m.x = h.x
+		if l.credit >= size || n.reserve(l, size) {
+			l.credit -= size
+			if m == nil {
+				// Field by field, leaving the zero ones alone: each pointer
+				// store costs a write barrier while the GC marks.
+				m = l.newMsg()
+				m.pub, m.msgKey, m.payload, m.deadline, m.shard = h.pub, h.msgKey, h.payload, h.deadline, h.shard
+				if h.x != nil {
+					m.x = h.x
+				}
+			}
+			n.push(l, m)
+			l.mu.Unlock()
+			return m, nil, nil
+		}
+		l.mu.Unlock()
+		if !reclaimed {
+			n.reclaim() // other lanes' unused credit may be the room we need
+			continue
+		}
+		if room := n.waitRoom(size); room != nil {
+			return nil, room, nil
 		}
 	}
-	n.push(m)
-	return m, nil, nil
 }
 
 // enqueueForced queues re-placed messages regardless of the budget and
@@ -161,11 +179,15 @@ func (n *node) enqueueForced(ms []*msg) []*msg {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.removed {
+	if n.removed.Load() {
 		return ms
 	}
+	l := &n.lanes[0]
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for _, m := range ms {
-		n.push(m)
+		n.used.Add(m.size())
+		n.push(l, m)
 	}
 	return nil
 }
@@ -177,9 +199,7 @@ func (n *node) tick(now time.Time, otherUp bool) []*msg {
 	nowNano := now.UnixNano()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if nowNano >= n.nextExpiry {
-		n.expireQueued(nowNano)
-	}
+	n.expireQueued(nowNano)
 	for _, s := range n.streams {
 		for _, b := range s.pending {
 			if nowNano >= b.minDeadline {
@@ -196,9 +216,9 @@ func (n *node) tick(now time.Time, otherUp bool) []*msg {
 	if !n.down.Load() && !n.downSince.IsZero() && now.Sub(n.downSince) >= cfg.RetryBudget {
 		n.down.Store(true)
 		n.c.log.Warn("data node unreachable past the retry budget; routing around it",
-			"node", n.name, "addr", n.addr, "since", n.downSince, "queued", n.queued)
+			"node", n.name, "addr", n.addr, "since", n.downSince, "queued", n.queuedLocked())
 	}
-	if n.queued > 0 && (n.removed || (n.down.Load() && otherUp)) {
+	if (n.removed.Load() || (n.down.Load() && otherUp)) && n.queuedLocked() > 0 {
 		return n.drainLocked()
 	}
 	return nil
@@ -210,7 +230,8 @@ func (n *node) tick(now time.Time, otherUp bool) []*msg {
 func (n *node) streamUp(s *stream, abort context.CancelCauseFunc, maxBatchBytes int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.maxBytes, n.maxMsgs = maxBatchBytes, n.c.cfg.MaxBatchMessages
+	n.maxBytes.Store(int64(maxBatchBytes))
+	n.maxMsgs.Store(int64(n.c.cfg.MaxBatchMessages))
 	n.up++
 	s.abort = abort
 	s.lastProgress = time.Now().UnixNano()
@@ -221,7 +242,7 @@ func (n *node) streamUp(s *stream, abort context.CancelCauseFunc, maxBatchBytes 
 		n.c.log.Info("data node reachable again", "node", n.name, "down_for", time.Since(n.downSince))
 	}
 	n.downSince = time.Time{}
-	if !n.removed && !n.incompatible {
+	if !n.removed.Load() && !n.incompatible {
 		n.down.Store(false)
 	}
 }
@@ -257,7 +278,8 @@ func (n *node) streamEnded(s *stream, wasUp, incompatible bool) {
 func (n *node) retire() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.removed, n.removedAt = true, time.Now()
+	n.removed.Store(true)
+	n.removedAt = time.Now()
 	n.down.Store(true)
 }
 
@@ -266,7 +288,7 @@ func (n *node) retire() {
 func (n *node) retired(now time.Time) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.removed && (n.inflight.Load() == 0 || now.Sub(n.removedAt) >= n.c.cfg.RetryBudget)
+	return n.removed.Load() && (n.inflight.Load() == 0 || now.Sub(n.removedAt) >= n.c.cfg.RetryBudget)
 }
 
 // stop ends the node's streams, waits for their goroutines and closes its
@@ -289,22 +311,18 @@ func (n *node) stop() {
 func (n *node) takeAll() []*msg {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.removed = true
+	n.removed.Store(true)
 	n.down.Store(true)
 	return n.drainLocked()
 }
 
 // usedBytes is the budget in use, for gauges and error messages.
-func (n *node) usedBytes() int64 {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.used
-}
+func (n *node) usedBytes() int64 { return n.used.Load() }
 
 func (n *node) outstanding() int64 {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	k := int64(n.queued)
+	k := int64(n.queuedLocked())
 	for _, s := range n.streams {
 		for _, b := range s.pending {
 			k += int64(len(b.msgs))

@@ -27,7 +27,7 @@ type msg struct {
 
 // msgHead is what routing and queueing read of a message. Publish builds
 // one on its stack and the node copies it into a slab message under its
-// lock, so a message is allocated only once it is queued.
+// lane's lock, so a message is allocated only once it is queued.
 type msgHead struct {
 	pub *publisher // nil for broadcast requests and replica copies
 	*msgKey
@@ -176,7 +176,7 @@ const slabSize = 128
 // though one client write stream uses it from one goroutine.
 type publisher struct {
 	c        *Client
-	lane     uint32 // picks the node slab its messages come from
+	lane     uint32 // picks the lane of each node its messages go to
 	timeout  time.Duration
 	state    atomic.Int64
 	idle     chan struct{} // closed once closed and nothing is outstanding

@@ -273,16 +273,20 @@ func (s *stream) onAck(ack *clusterv1.Ack) error {
 	for _, m := range again {
 		kept += m.size()
 	}
-	n.mu.Lock()
-	n.releaseLocked(b.bytes - kept)
-	if shrunk { // the node's limit (bytes or count) is lower than ours: halve both
-		n.maxBytes = max(n.maxBytes/2, 1024)
-		n.maxMsgs = max(len(b.msgs)/2, 1)
+	if !shrunk && len(again) == 0 {
+		n.release(b.bytes)
+	} else {
+		n.mu.Lock()
+		n.releaseLocked(b.bytes - kept)
+		if shrunk { // the node's limit (bytes or count) is lower than ours: halve both
+			n.maxBytes.Store(max(n.maxBytes.Load()/2, 1024))
+			n.maxMsgs.Store(int64(max(len(b.msgs)/2, 1)))
+		}
+		if len(again) > 0 {
+			n.requeueFront(again)
+		}
+		n.mu.Unlock()
 	}
-	if len(again) > 0 {
-		n.requeueFront(again)
-	}
-	n.mu.Unlock()
 	if len(retry) > 0 {
 		n.c.retryLater(retry...)
 	}
