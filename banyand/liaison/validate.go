@@ -13,6 +13,7 @@ import (
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	"github.com/banyand-io/banyand/banyand/storage"
 	"github.com/banyand-io/banyand/pkg/route"
 )
 
@@ -92,21 +93,13 @@ func fieldMatches(t databasev1.FieldType, v *modelv1.FieldValue) bool {
 }
 
 // entityValue converts a tag value to its series-key form; entity tags
-// may not be null.
+// may not be null. The conversion is the storage engine's, so the keys the
+// liaison routes by and the keys data nodes seek by always agree.
 func entityValue(ref tagRef, v *modelv1.TagValue) (route.EntityValue, *writeError) {
-	switch x := v.GetValue().(type) {
-	case *modelv1.TagValue_Str:
-		return route.StrValue(x.Str.GetValue()), nil
-	case *modelv1.TagValue_Int:
-		return route.IntValue(x.Int.GetValue()), nil
-	case *modelv1.TagValue_StrArray:
-		return route.StrArrayValue(x.StrArray.GetValue()...), nil
-	case *modelv1.TagValue_IntArray:
-		return route.IntArrayValue(x.IntArray.GetValue()...), nil
-	case *modelv1.TagValue_BinaryData:
-		return route.BytesValue(x.BinaryData), nil
-	case *modelv1.TagValue_Timestamp:
-		return route.TimestampValue(x.Timestamp.AsTime()), nil
+	if _, null := v.GetValue().(*modelv1.TagValue_Null); !null {
+		if ev, err := storage.EntityValue(v); err == nil {
+			return ev, nil
+		}
 	}
 	return route.EntityValue{}, invalid("entity tag %q is missing or null", ref.name)
 }

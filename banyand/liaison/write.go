@@ -201,35 +201,113 @@ func (w *writer) publish(ctx context.Context, pub queue.BatchPublisher, topic qu
 	return f, nil
 }
 
-// StreamService serves banyandb.stream.v1.StreamService.
-type StreamService struct {
-	streamv1.UnimplementedStreamServiceServer
-	writer
-	query *querier
+// writeRequest is what the stream and measure WriteRequests share.
+type writeRequest interface {
+	proto.Message
+	GetMessageId() uint64
+	GetMetadata() *commonv1.Metadata
 }
 
-// Write implements the bidirectional write stream: every request gets a
-// WriteResponse with its message_id once its data node acked it durably,
+// kindLayout is a stream's or a measure's schema as its write path uses it.
+type kindLayout[Req writeRequest] interface {
+	base() *layout
+	// fast prepares a request the wire-level parser read; false sends it
+	// down the slow path.
+	fast(w *wireWrite, keyBuf []byte) (prepared, bool)
+	// slow validates a decoded request. unchanged reports that the value
+	// is the request's own, so its wire bytes can be forwarded as they came;
+	// otherwise rec is the record to encode.
+	slow(req Req, keyBuf []byte) (rec proto.Message, unchanged bool, p prepared, werr *writeError)
+}
+
+// writeKind is what differs between the stream and the measure write path.
+type writeKind[Req writeRequest] struct {
+	name   string // "stream" or "measure", for NOT_FOUND reasons
+	topic  queue.Topic
+	parse  func([]byte, *wireWrite) bool
+	newReq func() Req
+	lookup func(*schemaSnapshot, nameKey) kindLayout[Req] // nil when unknown
+}
+
+var (
+	streamKind = &writeKind[*streamv1.WriteRequest]{
+		name: "stream", topic: queue.TopicStreamWrite, parse: parseStreamRequest,
+		newReq: func() *streamv1.WriteRequest { return new(streamv1.WriteRequest) },
+		lookup: func(s *schemaSnapshot, k nameKey) kindLayout[*streamv1.WriteRequest] {
+			if l := s.streams[k]; l != nil {
+				return l
+			}
+			return nil
+		},
+	}
+	measureKind = &writeKind[*measurev1.WriteRequest]{
+		name: "measure", topic: queue.TopicMeasureWrite, parse: parseMeasureRequest,
+		newReq: func() *measurev1.WriteRequest { return new(measurev1.WriteRequest) },
+		lookup: func(s *schemaSnapshot, k nameKey) kindLayout[*measurev1.WriteRequest] {
+			if l := s.measures[k]; l != nil {
+				return l
+			}
+			return nil
+		},
+	}
+)
+
+func (l *streamLayout) base() *layout { return l.layout }
+
+func (l *streamLayout) fast(w *wireWrite, keyBuf []byte) (prepared, bool) {
+	return l.fastPrepare(w, keyBuf)
+}
+
+func (l *streamLayout) slow(req *streamv1.WriteRequest, keyBuf []byte) (proto.Message, bool, prepared, *writeError) {
+	el, prep, werr := l.prepareStream(req, keyBuf)
+	if werr != nil {
+		return nil, false, prep, werr
+	}
+	return &clusterv1.StreamWrite{
+		Group: l.group, Name: l.name, ShardId: prep.shard, SeriesKey: prep.seriesKey,
+		Element: el, SchemaModRevision: l.modRevision,
+	}, el == req.GetElement(), prep, nil
+}
+
+func (l *measureLayout) base() *layout { return l.layout }
+
+func (l *measureLayout) fast(w *wireWrite, keyBuf []byte) (prepared, bool) {
+	return l.fastPrepareMeasure(w, keyBuf)
+}
+
+func (l *measureLayout) slow(req *measurev1.WriteRequest, keyBuf []byte) (proto.Message, bool, prepared, *writeError) {
+	dp, prep, werr := l.prepareMeasure(req, keyBuf)
+	if werr != nil {
+		return nil, false, prep, werr
+	}
+	return &clusterv1.MeasureWrite{
+		Group: l.group, Name: l.name, ShardId: prep.shard, SeriesKey: prep.seriesKey,
+		DataPoint: dp, SchemaModRevision: l.modRevision,
+	}, dp == req.GetDataPoint(), prep, nil
+}
+
+// serveWrites runs one client Write stream of either kind: every request
+// gets an answer with its message_id once its data node acked it durably,
 // or an error status.
-func (s *StreamService) Write(srv streamv1.StreamService_WriteServer) error {
+func serveWrites[Req writeRequest](w *writer, srv grpc.ServerStream, k *writeKind[Req], send func(pendingWrite, modelv1.Status) error) error {
 	var md metadataTracker
 	var keyBuf []byte
 	var wire wireWrite
-	sess := writeSession[received[*streamv1.WriteRequest]]{
-		logger: s.logger,
-		recv: func() (received[*streamv1.WriteRequest], error) {
-			return recvWrite(srv, &wire, parseStreamRequest, new(streamv1.WriteRequest))
+	sess := writeSession[received[Req]]{
+		logger: w.logger,
+		recv: func() (received[Req], error) {
+			return recvWrite(srv, &wire, k.parse, k.newReq())
 		},
-		publish: s.queue.NewBatchPublisher(s.cfg.AckTimeout),
-		send: func(p pendingWrite, st modelv1.Status) error {
-			return srv.Send(&streamv1.WriteResponse{MessageId: p.messageID, Status: st.String(), Metadata: p.metadata})
-		},
-		handle: func(ctx context.Context, in received[*streamv1.WriteRequest], pub queue.BatchPublisher) pendingWrite {
+		publish: w.queue.NewBatchPublisher(w.cfg.AckTimeout),
+		send:    send,
+		handle: func(ctx context.Context, in received[Req], pub queue.BatchPublisher) pendingWrite {
 			req := in.req
-			p := pendingWrite{messageID: req.GetMessageId()}
-			reqMD := req.GetMetadata()
+			var p pendingWrite
+			var reqMD *commonv1.Metadata
 			if in.wire != nil {
 				p.messageID, reqMD = in.wire.messageID, in.md
+			} else {
+				p.messageID, reqMD = req.GetMessageId(), req.GetMetadata()
 			}
 			m, werr := md.resolve(reqMD)
 			if werr != nil {
@@ -237,45 +315,57 @@ func (s *StreamService) Write(srv streamv1.StreamService_WriteServer) error {
 				return p
 			}
 			p.metadata = m
-			l := s.schema.snapshot().streams[nameKey{m.GetGroup(), m.GetName()}]
-			switch {
-			case l == nil:
-				p.err = notFound("stream", m)
+			kl := k.lookup(w.schema.snapshot(), nameKey{m.GetGroup(), m.GetName()})
+			if kl == nil {
+				p.err = notFound(k.name, m)
 				return p
-			case m.GetModRevision() > 0 && m.GetModRevision() != l.modRevision:
+			}
+			l := kl.base()
+			if m.GetModRevision() > 0 && m.GetModRevision() != l.modRevision {
 				p.err = expired(m, l.modRevision)
 				return p
 			}
 			if in.wire != nil {
-				if prep, ok := l.fastPrepare(in.wire, keyBuf); ok {
+				if prep, ok := kl.fast(in.wire, keyBuf); ok {
 					keyBuf = prep.seriesKey
-					payload, err := encodeWrite(l.layout, prep, in.wire.value, nil)
-					p.future, p.err = s.publish(ctx, pub, queue.TopicStreamWrite, l.group, prep.shard, payload, err)
+					payload, err := encodeWrite(l, prep, in.wire.value, nil)
+					p.future, p.err = w.publish(ctx, pub, k.topic, l.group, prep.shard, payload, err)
 					return p
 				}
-				if req, p.err = decodeLate(in, new(streamv1.WriteRequest)); p.err != nil {
+				if req, p.err = decodeLate(in, k.newReq()); p.err != nil {
 					return p
 				}
 			}
-			el, prep, werr := l.prepareStream(req, keyBuf)
+			rec, unchanged, prep, werr := kl.slow(req, keyBuf)
 			if werr != nil {
 				p.err = werr
 				return p
 			}
 			keyBuf = prep.seriesKey
 			var spliced []byte
-			if el == req.GetElement() { // not rewritten from a tag family spec
+			if unchanged { // not rewritten from a tag family or data point spec
 				spliced, _ = rawField(in.raw, 2)
 			}
-			payload, err := encodeWrite(l.layout, prep, spliced, &clusterv1.StreamWrite{
-				Group: l.group, Name: l.name, ShardId: prep.shard, SeriesKey: prep.seriesKey,
-				Element: el, SchemaModRevision: l.modRevision,
-			})
-			p.future, p.err = s.publish(ctx, pub, queue.TopicStreamWrite, l.group, prep.shard, payload, err)
+			payload, err := encodeWrite(l, prep, spliced, rec)
+			p.future, p.err = w.publish(ctx, pub, k.topic, l.group, prep.shard, payload, err)
 			return p
 		},
 	}
 	return sess.run(srv.Context())
+}
+
+// StreamService serves banyandb.stream.v1.StreamService.
+type StreamService struct {
+	streamv1.UnimplementedStreamServiceServer
+	writer
+	query *querier
+}
+
+// Write implements the bidirectional write stream.
+func (s *StreamService) Write(srv streamv1.StreamService_WriteServer) error {
+	return serveWrites(&s.writer, srv, streamKind, func(p pendingWrite, st modelv1.Status) error {
+		return srv.Send(&streamv1.WriteResponse{MessageId: p.messageID, Status: st.String(), Metadata: p.metadata})
+	})
 }
 
 // MeasureService serves banyandb.measure.v1.MeasureService.
@@ -287,68 +377,7 @@ type MeasureService struct {
 
 // Write is StreamService.Write for data points.
 func (s *MeasureService) Write(srv measurev1.MeasureService_WriteServer) error {
-	var md metadataTracker
-	var keyBuf []byte
-	var wire wireWrite
-	sess := writeSession[received[*measurev1.WriteRequest]]{
-		logger: s.logger,
-		recv: func() (received[*measurev1.WriteRequest], error) {
-			return recvWrite(srv, &wire, parseMeasureRequest, new(measurev1.WriteRequest))
-		},
-		publish: s.queue.NewBatchPublisher(s.cfg.AckTimeout),
-		send: func(p pendingWrite, st modelv1.Status) error {
-			return srv.Send(&measurev1.WriteResponse{MessageId: p.messageID, Status: st.String(), Metadata: p.metadata})
-		},
-		handle: func(ctx context.Context, in received[*measurev1.WriteRequest], pub queue.BatchPublisher) pendingWrite {
-			req := in.req
-			p := pendingWrite{messageID: req.GetMessageId()}
-			reqMD := req.GetMetadata()
-			if in.wire != nil {
-				p.messageID, reqMD = in.wire.messageID, in.md
-			}
-			m, werr := md.resolve(reqMD)
-			if werr != nil {
-				p.err = werr
-				return p
-			}
-			p.metadata = m
-			l := s.schema.snapshot().measures[nameKey{m.GetGroup(), m.GetName()}]
-			switch {
-			case l == nil:
-				p.err = notFound("measure", m)
-				return p
-			case m.GetModRevision() > 0 && m.GetModRevision() != l.modRevision:
-				p.err = expired(m, l.modRevision)
-				return p
-			}
-			if in.wire != nil {
-				if prep, ok := l.fastPrepareMeasure(in.wire, keyBuf); ok {
-					keyBuf = prep.seriesKey
-					payload, err := encodeWrite(l.layout, prep, in.wire.value, nil)
-					p.future, p.err = s.publish(ctx, pub, queue.TopicMeasureWrite, l.group, prep.shard, payload, err)
-					return p
-				}
-				if req, p.err = decodeLate(in, new(measurev1.WriteRequest)); p.err != nil {
-					return p
-				}
-			}
-			dp, prep, werr := l.prepareMeasure(req, keyBuf)
-			if werr != nil {
-				p.err = werr
-				return p
-			}
-			keyBuf = prep.seriesKey
-			var spliced []byte
-			if dp == req.GetDataPoint() { // not rewritten from a data point spec
-				spliced, _ = rawField(in.raw, 2)
-			}
-			payload, err := encodeWrite(l.layout, prep, spliced, &clusterv1.MeasureWrite{
-				Group: l.group, Name: l.name, ShardId: prep.shard, SeriesKey: prep.seriesKey,
-				DataPoint: dp, SchemaModRevision: l.modRevision,
-			})
-			p.future, p.err = s.publish(ctx, pub, queue.TopicMeasureWrite, l.group, prep.shard, payload, err)
-			return p
-		},
-	}
-	return sess.run(srv.Context())
+	return serveWrites(&s.writer, srv, measureKind, func(p pendingWrite, st modelv1.Status) error {
+		return srv.Send(&measurev1.WriteResponse{MessageId: p.messageID, Status: st.String(), Metadata: p.metadata})
+	})
 }
