@@ -9,6 +9,7 @@ import (
 
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
+	"github.com/banyand-io/banyand/pkg/route"
 )
 
 // Validate checks a group, stream or measure on its own, without looking at
@@ -61,8 +62,8 @@ func validateGroup(g *commonv1.Group) error {
 	if ro == nil {
 		return invalid("group.resource_opts", "required")
 	}
-	if ro.GetShardNum() < 1 {
-		return invalid("group.resource_opts.shard_num", "must be at least 1, got %d", ro.GetShardNum())
+	if ro.GetShardNum() < 1 || ro.GetShardNum() > route.MaxShardNum {
+		return invalid("group.resource_opts.shard_num", "must be 1..%d, got %d", route.MaxShardNum, ro.GetShardNum())
 	}
 	for _, r := range []struct {
 		field string

@@ -66,6 +66,7 @@ func TestValidate(t *testing.T) {
 		{"group property catalog", func() proto.Message { g := group(); g.Catalog = commonv1.Catalog_CATALOG_PROPERTY; return g }(), "", ErrUnimplemented},
 		{"group no resource opts", func() proto.Message { g := group(); g.ResourceOpts = nil; return g }(), "group.resource_opts", nil},
 		{"group zero shards", func() proto.Message { g := group(); g.ResourceOpts.ShardNum = 0; return g }(), "group.resource_opts.shard_num", nil},
+		{"group too many shards", func() proto.Message { g := group(); g.ResourceOpts.ShardNum = 1 << 20; return g }(), "group.resource_opts.shard_num", nil},
 		{"group ttl without unit", func() proto.Message {
 			g := group()
 			g.ResourceOpts.Ttl = &commonv1.IntervalRule{Num: 7}
