@@ -243,3 +243,25 @@ func countOfflineFrom(t *testing.T, dataPath string, from int) int {
 	}
 	return n
 }
+
+// With replicas = 1 every write is durable on two data nodes before it is
+// acknowledged, so stopping one node leaves everything readable at once.
+func TestClusterReplicasKeepDataReadableWhenANodeStops(t *testing.T) {
+	c := startCluster(t, 3, 1)
+	createReplicatedStreamSchema(t, c.liaisons[0], 4, 1)
+	checkStreamRoundTrip(t, c.liaisons[0], 300, 60)
+	c.data[0].stop(t)
+	pollUntil(t, 15*time.Second, "all 300 elements readable with one of three nodes stopped", func() bool {
+		return len(queryAllStream(t, c.liaisons[0], 400)) == 300
+	})
+	for i := 1; i < 3; i++ {
+		c.data[i].stop(t)
+	}
+	total := 0
+	for _, dir := range c.dataDirs {
+		total += countOffline(t, dir)
+	}
+	if total != 600 {
+		t.Fatalf("the three nodes hold %d copies, want 600 (two per element)", total)
+	}
+}

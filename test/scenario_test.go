@@ -39,12 +39,17 @@ func ctxT(t *testing.T) context.Context {
 
 func createStreamSchema(t *testing.T, conn *grpc.ClientConn, shards uint32) {
 	t.Helper()
+	createReplicatedStreamSchema(t, conn, shards, 0)
+}
+
+func createReplicatedStreamSchema(t *testing.T, conn *grpc.ClientConn, shards, replicas uint32) {
+	t.Helper()
 	ctx := ctxT(t)
 	groups := databasev1.NewGroupRegistryServiceClient(conn)
 	if _, err := groups.Create(ctx, &databasev1.GroupRegistryServiceCreateRequest{Group: &commonv1.Group{
 		Metadata:     &commonv1.Metadata{Name: streamGroup},
 		Catalog:      commonv1.Catalog_CATALOG_STREAM,
-		ResourceOpts: &commonv1.ResourceOpts{ShardNum: shards, SegmentInterval: &commonv1.IntervalRule{Unit: commonv1.IntervalRule_UNIT_DAY, Num: 1}, Ttl: &commonv1.IntervalRule{Unit: commonv1.IntervalRule_UNIT_DAY, Num: 7}},
+		ResourceOpts: &commonv1.ResourceOpts{ShardNum: shards, Replicas: replicas, SegmentInterval: &commonv1.IntervalRule{Unit: commonv1.IntervalRule_UNIT_DAY, Num: 1}, Ttl: &commonv1.IntervalRule{Unit: commonv1.IntervalRule_UNIT_DAY, Num: 7}},
 	}}); err != nil {
 		t.Fatalf("create group: %v", err)
 	}

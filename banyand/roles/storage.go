@@ -107,6 +107,9 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 	cache := liaison.NewSchemaCache(logger.With("component", "schema"), nil)
 	store := storage.New(storage.Config{Dir: storageDir(s.DataPath)}, cache, logger)
 	subCfg := s.Sub
+	if subCfg.NodeName == "" {
+		subCfg.NodeName = s.NodeName
+	}
 	server := sub.New(subCfg, logger.With("component", "subscriber"))
 	s.http = newHTTPServer(s.HTTPAddr, logger)
 
