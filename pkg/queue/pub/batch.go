@@ -17,11 +17,24 @@ type batch struct {
 	id          uint64
 	topic       queue.Topic
 	msgs        []*msg
-	payloads    [][]byte // payloads[i] is msgs[i].payload
+	payloads    [][]byte // payloads[i] is msgs[i]'s payload (see detach)
 	size        int      // encoded frame size estimate, checked against the batch byte cap
 	bytes       int64    // payload bytes, charged to the node's budget
 	minDeadline int64    // of unresolved messages: when the sweep must look
 	maxDeadline int64    // sent as the frame's deadline: the batch is moot after it
+
+	// out settles the batch's own messages at once on a clean, on-time
+	// ack (see outcome). A message is the batch's own when it was queued
+	// in it fresh from Publish (its out is set then, before anyone holds
+	// its future, and never changes). dirty says out may not be used:
+	// the batch holds a message not its own (re-placed, requeued, a
+	// replica copy or broadcast request), a message of it was settled or
+	// dropped on its own, or it has more publishers than pubs holds.
+	out   *outcome
+	dirty bool
+	npub  int
+	pubs  [4]*publisher // the own messages' publishers, and how many each has
+	count [4]int64
 }
 
 var batchPool = sync.Pool{New: func() any { return new(batch) }}
@@ -29,18 +42,31 @@ var batchPool = sync.Pool{New: func() any { return new(batch) }}
 func newBatch(topic queue.Topic) *batch {
 	b := batchPool.Get().(*batch)
 	b.topic, b.size, b.minDeadline = topic, batchOverhead+len(topic), math.MaxInt64
+	b.out = new(outcome)
 	return b
 }
 
 func putBatch(b *batch) {
 	clear(b.msgs)
-	clear(b.payloads)
+	recycle(b)
+}
+
+// putAckedBatch is putBatch for a batch settled by ack. It leaves the
+// message pointers for the next user to overwrite: clearing a thousand
+// pointers to messages costs a write barrier each while the GC marks, and
+// they keep nothing but the messages' own small structs alive (a batch's
+// own messages never carry a payload or error of their own), for as long
+// as the pool keeps the batch.
+func putAckedBatch(b *batch) { recycle(b) }
+
+func recycle(b *batch) {
+	clear(b.payloads) // payloads are big: never kept
 	*b = batch{msgs: b.msgs[:0], payloads: b.payloads[:0]}
 	batchPool.Put(b)
 }
 
 // wireSize is a message's share of the encoded frame: tag, length, bytes.
-func wireSize(payload []byte) int { return len(payload) + 1 + uvarintLen(len(payload)) }
+func wireSize(plen int) int { return plen + 1 + uvarintLen(plen) }
 
 func uvarintLen(x int) int {
 	k := 1
@@ -57,9 +83,16 @@ func (b *batch) fits(ws, maxMsgs, maxBytes int) bool {
 	return len(b.msgs) == 0 || (len(b.msgs) < maxMsgs && b.size+ws <= maxBytes)
 }
 
-func (b *batch) add(m *msg, ws int) {
+// add appends m. fresh says m comes straight from Publish and nobody
+// holds its future yet: it may become one of b's own.
+func (b *batch) add(m *msg, payload []byte, ws int, fresh bool) {
+	if fresh && m.pub != nil {
+		b.own(m)
+	} else {
+		b.dirty = true
+	}
 	b.msgs = append(b.msgs, m)
-	b.payloads = append(b.payloads, m.payload)
+	b.payloads = append(b.payloads, payload)
 	b.size += ws
 	b.bytes += m.size()
 	b.minDeadline = min(b.minDeadline, m.deadline)
@@ -75,6 +108,7 @@ func (b *batch) expire(now int64, node string) {
 		case m.isDone():
 		case m.expired(now):
 			m.resolve(deadlineErr(m, node), nil)
+			b.dirty = true
 		default:
 			next = min(next, m.deadline)
 		}
@@ -88,18 +122,19 @@ func (b *batch) compact(now int64, node string) (freed int64, dropped int) {
 	kept := 0
 	b.size, b.bytes = batchOverhead+len(b.topic), 0
 	b.minDeadline, b.maxDeadline = math.MaxInt64, 0
-	for _, m := range b.msgs {
+	for i, m := range b.msgs {
 		if !m.isDone() && m.expired(now) {
 			m.resolve(deadlineErr(m, node), nil)
 		}
 		if m.isDone() {
 			freed += m.size()
 			dropped++
+			b.dirty = true
 			continue
 		}
-		b.msgs[kept], b.payloads[kept] = m, m.payload
+		b.msgs[kept], b.payloads[kept] = m, b.payloads[i]
 		kept++
-		b.size += wireSize(m.payload)
+		b.size += wireSize(int(m.plen))
 		b.bytes += m.size()
 		b.minDeadline = min(b.minDeadline, m.deadline)
 		b.maxDeadline = max(b.maxDeadline, m.deadline)
@@ -143,8 +178,12 @@ type lane struct {
 	// credit is budget reserved from node.used in chunks and not yet
 	// charged to a message: one atomic add a chunk instead of a message.
 	credit int64
-	slab   []msg    // the rest of the lane's current message slab
-	_      [64]byte // keeps lanes off each other's cache lines
+	// slab[next:] is the rest of the lane's current message slab; an
+	// index, not a reslice, so taking a message stores no pointer (no
+	// write barrier while the GC marks).
+	slab []msg
+	next int
+	_    [64]byte // keeps lanes off each other's cache lines
 }
 
 // lane returns the lane for p's messages; lane 0 takes re-placed ones.
@@ -158,11 +197,11 @@ func (n *node) lane(p *publisher) *lane {
 // newMsg hands out a message from the lane's slab: one allocation per
 // slabSize messages. l.mu is held.
 func (l *lane) newMsg() *msg {
-	if len(l.slab) == 0 {
-		l.slab = make([]msg, slabSize)
+	if l.next == len(l.slab) {
+		l.slab, l.next = make([]msg, slabSize), 0
 	}
-	m := &l.slab[0]
-	l.slab = l.slab[1:]
+	m := &l.slab[l.next]
+	l.next++
 	return m
 }
 
@@ -178,9 +217,10 @@ func (l *lane) queue(t queue.Topic) *topicQueue {
 }
 
 // push queues m in its topic's newest batch in l, or a new one. l.mu is
-// held; m's bytes are already charged to the node's budget.
-func (n *node) push(l *lane, m *msg) {
-	ws := wireSize(m.payload)
+// held; m's bytes are already charged to the node's budget. fresh is as
+// for batch.add.
+func (n *node) push(l *lane, m *msg, payload []byte, fresh bool) {
+	ws := wireSize(len(payload))
 	q := l.queue(m.topic)
 	var b *batch
 	if k := len(q.batches); k > 0 && q.batches[k-1].fits(ws, int(n.maxMsgs.Load()), int(n.maxBytes.Load())) {
@@ -189,7 +229,7 @@ func (n *node) push(l *lane, m *msg) {
 		b = newBatch(q.topic)
 		q.batches = append(q.batches, b)
 	}
-	b.add(m, ws)
+	b.add(m, payload, ws, fresh)
 	l.nextExpiry = min(l.nextExpiry, m.deadline)
 	l.queued++
 	if l.queued == 1 {
@@ -319,11 +359,11 @@ func (n *node) requeueFront(ms []*msg) {
 			}
 		}
 		f := &fronts[cur]
-		ws := wireSize(m.payload)
+		ws := wireSize(int(m.plen))
 		if k := len(f.batches); k == 0 || !f.batches[k-1].fits(ws, maxMsgs, maxBytes) {
 			f.batches = append(f.batches, newBatch(m.topic))
 		}
-		f.batches[len(f.batches)-1].add(m, ws)
+		f.batches[len(f.batches)-1].add(m, m.payload(), ws, false)
 		l.queued++
 		l.nextExpiry = min(l.nextExpiry, m.deadline)
 	}
@@ -359,6 +399,7 @@ func (n *node) drainLocked() []*msg {
 		l.mu.Lock()
 		for _, q := range l.queues {
 			for _, b := range q.batches {
+				b.detach()
 				for _, m := range b.msgs {
 					m.failedOn(n.name, nil)
 					out = append(out, m)
@@ -468,6 +509,7 @@ func (n *node) take(s *stream) (*batch, takeResult) {
 	if maxBytes, maxMsgs := int(n.maxBytes.Load()), int(n.maxMsgs.Load()); b.size > maxBytes || len(b.msgs) > maxMsgs {
 		// Built before the caps came down (HelloAck, CODE_TOO_LARGE).
 		if len(b.msgs) > 1 {
+			b.detach()
 			ms := append([]*msg(nil), b.msgs...)
 			putBatch(b)
 			n.requeueFront(ms)
@@ -475,7 +517,7 @@ func (n *node) take(s *stream) (*batch, takeResult) {
 		}
 		if m := b.msgs[0]; !m.isDone() {
 			m.resolve(fmt.Errorf("queue/pub: %q message of %d bytes exceeds node %s's batch limit of %d bytes: %w",
-				m.topic, len(m.payload), n.name, maxBytes, queue.ErrInvalidMessage), nil)
+				m.topic, m.plen, n.name, maxBytes, queue.ErrInvalidMessage), nil)
 		}
 		n.releaseLocked(b.bytes)
 		putBatch(b)

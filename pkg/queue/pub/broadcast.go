@@ -3,6 +3,7 @@ package pub
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/banyand-io/banyand/pkg/queue"
@@ -19,6 +20,9 @@ import (
 func (c *Client) Broadcast(ctx context.Context, topic queue.Topic, group string, payload []byte) ([]queue.Reply, error) {
 	if c.closed.Load() {
 		return nil, fmt.Errorf("queue/pub: broadcast to %q: client %w", topic, queue.ErrClosed)
+	}
+	if uint64(len(payload)) > math.MaxUint32 { // msgHead.plen; far over any batch cap anyway
+		return nil, fmt.Errorf("queue/pub: broadcast to %q: %d byte payload: %w", topic, len(payload), queue.ErrInvalidMessage)
 	}
 	t := c.place.Current()
 	if _, ok := t.Group(group); !ok {
@@ -44,10 +48,10 @@ func (c *Client) Broadcast(ctx context.Context, topic queue.Topic, group string,
 	replies := make([]queue.Reply, len(names))
 	for i, name := range names {
 		m := &msgs[i]
-		m.msgKey, m.payload, m.deadline = key, payload, deadline.UnixNano()
-		m.x = &msgExtra{pinned: true, node: name}
+		m.msgKey, m.plen, m.deadline = key, uint32(len(payload)), deadline.UnixNano()
+		m.x = &msgExtra{pinned: true, node: name, payload: payload}
 		replies[i].Node = name
-		if _, err := c.publish(ctx, &m.msgHead, m); err != nil {
+		if _, err := c.publish(ctx, &m.msgHead, payload, m); err != nil {
 			replies[i].Err = err
 			m.resolve(err, nil)
 		}

@@ -164,7 +164,7 @@ func (c *Client) errClosed(topic queue.Topic) error {
 // node.enqueue); otherwise h is &m.msgHead. publish returns the queued
 // message, or nil and no error for a replica copy given up for lack of
 // nodes (see Client).
-func (c *Client) publish(ctx context.Context, h *msgHead, m *msg) (*msg, error) {
+func (c *Client) publish(ctx context.Context, h *msgHead, payload []byte, m *msg) (*msg, error) {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -189,7 +189,7 @@ func (c *Client) publish(ctx context.Context, h *msgHead, m *msg) (*msg, error) 
 		if err != nil {
 			return nil, err
 		}
-		queued, room, err := n.enqueue(h, m)
+		queued, room, err := n.enqueue(h, payload, m)
 		switch {
 		case err != nil:
 			return nil, err

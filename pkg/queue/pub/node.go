@@ -134,7 +134,7 @@ func (n *node) resetConn(old *grpc.ClientConn) {
 // the channel that closes when room frees up) or the node left the table
 // (it returns neither: route again). The message is m, or if m is nil a
 // new one from the node's slab, copied from h; enqueue returns it.
-func (n *node) enqueue(h *msgHead, m *msg) (queued *msg, room <-chan struct{}, err error) {
+func (n *node) enqueue(h *msgHead, payload []byte, m *msg) (queued *msg, room <-chan struct{}, err error) {
 	if !n.ensureStarted() {
 		return nil, nil, n.c.errClosed(h.topic)
 	}
@@ -147,16 +147,17 @@ func (n *node) enqueue(h *msgHead, m *msg) (queued *msg, room <-chan struct{}, e
 		}
 		if l.credit >= size || n.reserve(l, size) {
 			l.credit -= size
-			if m == nil {
+			fresh := m == nil
+			if fresh {
 				// Field by field, leaving the zero ones alone: each pointer
 				// store costs a write barrier while the GC marks.
 				m = l.newMsg()
-				m.pub, m.msgKey, m.payload, m.deadline, m.shard = h.pub, h.msgKey, h.payload, h.deadline, h.shard
+				m.msgKey, m.deadline, m.shard, m.plen = h.msgKey, h.deadline, h.shard, h.plen
 				if h.x != nil {
 					m.x = h.x
 				}
 			}
-			n.push(l, m)
+			n.push(l, m, payload, fresh)
 			l.mu.Unlock()
 			return m, nil, nil
 		}
@@ -187,7 +188,7 @@ func (n *node) enqueueForced(ms []*msg) []*msg {
 	defer l.mu.Unlock()
 	for _, m := range ms {
 		n.used.Add(m.size())
-		n.push(l, m)
+		n.push(l, m, m.payload(), false)
 	}
 	return nil
 }
@@ -259,6 +260,7 @@ func (n *node) streamEnded(s *stream, wasUp, incompatible bool) {
 	s.abort = nil
 	for i := len(s.pending) - 1; i >= 0; i-- { // newest first: requeueFront reverses
 		b := s.pending[i]
+		b.detach()
 		n.requeueFront(b.msgs)
 		putBatch(b)
 		n.inflight.Add(-1)

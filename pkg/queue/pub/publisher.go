@@ -3,6 +3,7 @@ package pub
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,28 +20,35 @@ type msg struct {
 
 	// state moves pending → settling → done once; whoever wins the first
 	// step (ack, failure, deadline sweep, shutdown) writes err and reply.
-	// Lock-free because every message is settled on the ack path.
+	// Lock-free because a message may be settled on the ack path.
 	state atomic.Uint32
-	err   error
+	err   *error                        // nil for success; a pointer keeps msg at 64 bytes
 	wait  atomic.Pointer[chan struct{}] // made only when a Get has to wait
+	// out is the outcome of the batch m was first queued in as one of its
+	// own (see batch.own), or nil. Set before m is handed out, then fixed.
+	out *outcome
 }
 
 // msgHead is what routing and queueing read of a message. Publish builds
 // one on its stack and the node copies it into a slab message under its
 // lane's lock, so a message is allocated only once it is queued.
 type msgHead struct {
-	pub *publisher // nil for broadcast requests and replica copies
 	*msgKey
-	payload  []byte
 	deadline int64     // unix nano
 	x        *msgExtra // rarely needed state, kept out of line to keep msg small
 	shard    uint32
+	// plen is the payload's length. The payload itself is not in msg: in a
+	// batch it is in the batch's payloads, the frame as sent; out of one,
+	// in x.payload (see batch.detach).
+	plen uint32
 }
 
-// msgKey is a message's topic and group, shared by the messages of a
-// publisher that has the same pair: one pointer a message instead of two
-// strings keeps msg, allocated for every message, small.
+// msgKey is a message's publisher, topic and group, shared by the
+// messages of a publisher that have the same pair: one pointer a message
+// instead of three keeps msg, allocated for every message, small, and
+// saves the GC's write barriers on storing them.
 type msgKey struct {
+	pub   *publisher // nil for broadcast requests and replica copies
 	topic queue.Topic
 	group string
 }
@@ -54,6 +62,7 @@ type msgExtra struct {
 	avoid    string    // node that last failed it; re-placement skips it
 	lastFail error     // the last retryable failure, reported if the deadline passes
 	rep      *replicas // set on each copy of a replicated message
+	payload  []byte    // set while the message is in no batch
 }
 
 // rep returns the replica set of a copy of a replicated message, or nil.
@@ -91,7 +100,24 @@ const (
 	done
 )
 
-func (m *msgHead) size() int64 { return int64(len(m.payload)) }
+func (m *msgHead) size() int64 { return int64(m.plen) }
+
+// payload is the payload of a message that is in no batch.
+func (m *msgHead) payload() []byte {
+	if m.x == nil {
+		return nil
+	}
+	return m.x.payload
+}
+
+// keepPayload stores the payload of m as it leaves a batch. Only the
+// message's current holder calls it.
+func (m *msg) keepPayload(p []byte) {
+	if m.x == nil {
+		m.x = &msgExtra{}
+	}
+	m.x.payload = p
+}
 
 func (m *msgHead) expired(now int64) bool { return now >= m.deadline }
 
@@ -109,7 +135,9 @@ func (m *msg) settle(err error, reply []byte) bool {
 		if !m.state.CompareAndSwap(pending, settling) {
 			return false
 		}
-		m.err = err
+		if err != nil {
+			m.err = &err
+		}
 		if m.pinned() {
 			m.x.reply = reply
 		}
@@ -143,25 +171,59 @@ func (m *msg) finished(err error) {
 	}
 }
 
-// Get implements queue.Future. The fast path is one atomic load; only a
+// result returns m's outcome, if it has one yet. m's own state, once
+// done, is final; else an acked batch outcome means acked. Nothing settles
+// m on its own after its outcome is acked (see outcome), so a second look
+// at the state then settles a race with a settle that came before the ack.
+func (m *msg) result() (err error, ok bool) {
+	if m.state.Load() == done {
+		return m.failure(), true
+	}
+	if o := m.out; o != nil && o.acked.Load() {
+		if m.state.Load() == done {
+			return m.failure(), true
+		}
+		return nil, true
+	}
+	return nil, false
+}
+
+// failure is the error a done m settled with, or nil.
+func (m *msg) failure() error {
+	if m.err == nil {
+		return nil
+	}
+	return *m.err
+}
+
+// Get implements queue.Future. The fast path is two atomic loads; only a
 // caller that must wait allocates a channel.
 func (m *msg) Get(ctx context.Context) error {
-	if m.state.Load() == done {
-		return m.err
+	if err, ok := m.result(); ok {
+		return err
 	}
 	ch := make(chan struct{})
 	if !m.wait.CompareAndSwap(nil, &ch) {
 		ch = *m.wait.Load() // another Get is waiting: share its channel
 	}
-	if m.state.Load() == done {
-		return m.err
+	var och chan struct{} // closed when m's batch outcome is acked
+	if o := m.out; o != nil {
+		och = make(chan struct{})
+		if !o.wait.CompareAndSwap(nil, &och) {
+			och = *o.wait.Load()
+		}
+	}
+	if err, ok := m.result(); ok {
+		return err
 	}
 	select {
 	case <-ch:
-		return m.err
+	case <-och:
 	case <-ctx.Done():
 		return fmt.Errorf("queue/pub: waiting for the ack of a %q message: %w", m.topic, ctx.Err())
 	}
+	err, _ := m.result()
+	return err
 }
 
 // closedBit marks publisher.state once Close is called; the bits below
@@ -194,7 +256,7 @@ func (p *publisher) key(topic queue.Topic, group string) *msgKey {
 	if k := p.lastKey.Load(); k != nil && k.topic == topic && k.group == group {
 		return k
 	}
-	k := &msgKey{topic: topic, group: group}
+	k := &msgKey{pub: p, topic: topic, group: group}
 	p.lastKey.Store(k)
 	return k
 }
@@ -250,14 +312,18 @@ func (p *publisher) Publish(ctx context.Context, topic queue.Topic, qm queue.Mes
 		p.finish(1)
 		return nil, fmt.Errorf("queue/pub: publish to %q: publisher %w", topic, queue.ErrClosed)
 	}
+	if uint64(len(qm.Payload)) > math.MaxUint32 { // msgHead.plen; far over any batch cap anyway
+		p.finish(1)
+		return nil, fmt.Errorf("queue/pub: publish to %q: %d byte payload: %w", topic, len(qm.Payload), queue.ErrInvalidMessage)
+	}
 	h := msgHead{
-		pub: p, msgKey: p.key(topic, qm.Group), shard: qm.Shard, payload: qm.Payload,
+		msgKey: p.key(topic, qm.Group), shard: qm.Shard, plen: uint32(len(qm.Payload)),
 		deadline: p.c.now() + int64(p.timeout),
 	}
 	if p.replicated(qm.Group) {
-		return p.c.publishCopies(ctx, h)
+		return p.c.publishCopies(ctx, h, qm.Payload)
 	}
-	m, err := p.c.publish(ctx, &h, nil)
+	m, err := p.c.publish(ctx, &h, qm.Payload, nil)
 	if err != nil {
 		p.finish(1) // nothing was queued and no future handed out
 		return nil, err

@@ -76,7 +76,7 @@ func (r *replicas) place(m *msg, node string) {
 // each node of its shard's Nodes, each waiting for room as Client says.
 // If a copy cannot be queued, the message fails; copies already queued
 // are still delivered (at least once, and writes are idempotent).
-func (c *Client) publishCopies(ctx context.Context, tmpl msgHead) (queue.Future, error) {
+func (c *Client) publishCopies(ctx context.Context, tmpl msgHead, payload []byte) (queue.Future, error) {
 	p := tmpl.pub
 	t := c.place.Current()
 	ns, err := t.Nodes(tmpl.group, tmpl.shard)
@@ -86,9 +86,10 @@ func (c *Client) publishCopies(ctx context.Context, tmpl msgHead) (queue.Future,
 	}
 	parent := &msg{msgHead: tmpl}
 	r := &replicas{parent: parent, left: len(ns), copies: make([]*msg, len(ns)), holders: make([]string, len(ns))}
+	key := &msgKey{topic: tmpl.topic, group: tmpl.group} // copies count towards no publisher
 	for i, rn := range ns {
 		cp := &msg{msgHead: tmpl}
-		cp.pub, cp.x = nil, &msgExtra{rep: r}
+		cp.msgKey, cp.x = key, &msgExtra{rep: r, payload: payload}
 		r.copies[i] = cp
 		r.holders[i] = rn.Name
 	}
@@ -97,7 +98,7 @@ func (c *Client) publishCopies(ctx context.Context, tmpl msgHead) (queue.Future,
 		c.underReplicated.Add(int64(int(g.Replicas) + 1 - len(ns)))
 	}
 	for i, cp := range r.copies {
-		if _, err := c.publish(ctx, &cp.msgHead, cp); err != nil {
+		if _, err := c.publish(ctx, &cp.msgHead, payload, cp); err != nil {
 			for _, rest := range r.copies[i:] {
 				rest.settle(err, nil) // never queued: nothing to account for
 			}

@@ -250,7 +250,15 @@ func (s *stream) onAck(ack *clusterv1.Ack) error {
 
 	var again, retry []*msg
 	shrunk := false
-	if ack.GetBatchFailure() == nil && len(ack.GetFailures()) == 0 {
+	ok := ack.GetBatchFailure() == nil && len(ack.GetFailures()) == 0
+	switch {
+	case ok && !b.dirty && now < b.minDeadline:
+		// Every message is the batch's own and on time: settle them at once.
+		b.ack()
+		n.release(b.bytes)
+		putAckedBatch(b)
+		return nil
+	case ok:
 		replies := ack.GetReplies()
 		late := now >= b.minDeadline // else no message of b can have expired
 		var fin finisher
@@ -266,7 +274,7 @@ func (s *stream) onAck(ack *clusterv1.Ack) error {
 			}
 		}
 		fin.flush()
-	} else {
+	default:
 		again, retry, shrunk = s.resolveFailures(b, ack, now)
 	}
 	var kept int64
@@ -340,6 +348,7 @@ func (s *stream) resolveFailures(b *batch, ack *clusterv1.Ack, now int64) (again
 			m.resolve(wrap(queue.ErrDeadline), nil)
 		case clusterv1.Code_CODE_TOO_LARGE:
 			shrunk = true
+			m.keepPayload(b.payloads[i])
 			again = append(again, m)
 		default: // UNAVAILABLE, INTERNAL, unknown codes: retry elsewhere
 			if m.pinned() {
@@ -348,6 +357,7 @@ func (s *stream) resolveFailures(b *batch, ack *clusterv1.Ack, now int64) (again
 				continue
 			}
 			m.failedOn(n.name, fmt.Errorf("node %s: %s: %s", n.name, f.GetCode(), f.GetReason()))
+			m.keepPayload(b.payloads[i])
 			retry = append(retry, m)
 		}
 	}
