@@ -20,6 +20,8 @@ type Deps struct {
 	Logger *slog.Logger
 	Schema *SchemaCache
 	Queue  queue.Client
+	// Counters count client writes; nil counts nothing.
+	Counters WriteCounters
 }
 
 // Services are the StreamService and MeasureService of one liaison.
@@ -37,7 +39,11 @@ func NewServices(cfg WriteConfig, deps Deps) *Services {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	w := writer{logger: logger, schema: deps.Schema, queue: deps.Queue, cfg: cfg}
+	counters := deps.Counters
+	if counters == nil {
+		counters = noWriteCounters{}
+	}
+	w := writer{logger: logger, schema: deps.Schema, queue: deps.Queue, cfg: cfg, counters: counters}
 	q := &querier{logger: logger, schema: deps.Schema, queue: deps.Queue}
 	return &Services{
 		Stream:  &StreamService{writer: w, query: q},

@@ -221,3 +221,10 @@ func (c *SchemaCache) TTLs() map[string]time.Duration {
 	}
 	return out
 }
+
+// Size counts the groups, streams and measures of the current snapshot,
+// for metrics.
+func (c *SchemaCache) Size() (groups, streams, measures int) {
+	s := c.snapshot()
+	return len(s.groups), len(s.streams), len(s.measures)
+}

@@ -37,6 +37,8 @@ type writer struct {
 	schema *SchemaCache
 	queue  queue.Client
 	cfg    WriteConfig
+	// counters is never nil.
+	counters WriteCounters
 }
 
 // metadataTracker remembers a stream's metadata: BanyanDB clients send it
@@ -293,13 +295,21 @@ func serveWrites[Req writeRequest](w *writer, srv grpc.ServerStream, k *writeKin
 	var md metadataTracker
 	var keyBuf []byte
 	var wire wireWrite
+	recvCount := receivedCounter{src: w.counters, kind: k.name}
+	answerCount := answeredCounter{src: w.counters, kind: k.name}
 	sess := writeSession[received[Req]]{
 		logger: w.logger,
 		recv: func() (received[Req], error) {
 			return recvWrite(srv, &wire, k.parse, k.newReq())
 		},
 		publish: w.queue.NewBatchPublisher(w.cfg.AckTimeout),
-		send:    send,
+		send: func(p pendingWrite, st modelv1.Status) error {
+			if err := send(p, st); err != nil {
+				return err
+			}
+			answerCount.inc(p.metadata.GetGroup(), st)
+			return nil
+		},
 		handle: func(ctx context.Context, in received[Req], pub queue.BatchPublisher) pendingWrite {
 			req := in.req
 			var p pendingWrite
@@ -310,6 +320,7 @@ func serveWrites[Req writeRequest](w *writer, srv grpc.ServerStream, k *writeKin
 				p.messageID, reqMD = req.GetMessageId(), req.GetMetadata()
 			}
 			m, werr := md.resolve(reqMD)
+			recvCount.inc(m.GetGroup())
 			if werr != nil {
 				p.err = werr
 				return p

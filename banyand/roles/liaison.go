@@ -67,6 +67,10 @@ func (l *Liaison) SetClientAddr(addr string) { l.server.GRPCAddr = addr }
 // ClientAddr is the bound client address; empty before the role started.
 func (l *Liaison) ClientAddr() string { return addrOf(l.grpc) }
 
+// HTTPBoundAddr is the bound /metrics address; empty before the role
+// started or when HTTPAddr is empty.
+func (l *Liaison) HTTPBoundAddr() string { return httpAddrOf(l.http) }
+
 // Components implements cli.Role.
 func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 	cli, err := etcd.NewClient(l.Etcd)
@@ -89,12 +93,20 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 	qcfg := l.Queue
 	qcfg.NodeName = name
 	publisher := pub.New(qcfg, pub.Deps{Placement: router, Logger: logger.With("component", "publisher")})
-	services := liaison.NewServices(liaison.WriteConfig{AckTimeout: l.server.AckTimeout}, liaison.Deps{
-		Logger: logger.With("component", "liaison"), Schema: cache, Queue: publisher,
-	})
-	meta := metadata.New(liaison.ReadYourWrites(store, cache))
 	l.http = newHTTPServer(l.HTTPAddr, logger)
-	l.grpc = newGRPCServer("client-grpc", l.server.GRPCAddr, logger, l.server.clientServerOptions(), func(s *grpc.Server) {
+	reg := l.http.reg
+	services := liaison.NewServices(liaison.WriteConfig{AckTimeout: l.server.AckTimeout}, liaison.Deps{
+		Logger: logger.With("component", "liaison"), Schema: cache, Queue: publisher, Counters: newWriteCounters(reg),
+	})
+	reg.MustRegister(newPublisherCollector(publisher, qcfg.MaxBytesPerNode))
+	registerSchemaMetrics(reg, store, cache)
+	counterFunc(reg, "banyand_registry_node_watch_skipped_total", "Node registry entries skipped as invalid, each time read.",
+		func() int64 { return nodeWatcher.Stats().Skipped })
+	counterFunc(reg, "banyand_registry_node_watch_relists_total", "Node watch re-lists after the first list.",
+		func() int64 { return nodeWatcher.Stats().Relists })
+	meta := metadata.New(liaison.ReadYourWrites(store, cache))
+	opts := append(l.server.clientServerOptions(), grpcMetrics(reg)...)
+	l.grpc = newGRPCServer("client-grpc", l.server.GRPCAddr, logger, opts, func(s *grpc.Server) {
 		meta.Register(s)
 		services.Register(s)
 	})
@@ -193,4 +205,11 @@ func addrOf(s *grpcServer) string {
 		return ""
 	}
 	return s.Addr()
+}
+
+func httpAddrOf(h *httpServer) string {
+	if h == nil {
+		return ""
+	}
+	return h.Addr()
 }

@@ -70,6 +70,11 @@ func TestStandaloneHTTPEndpoints(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, "go_goroutines") {
 		t.Fatalf("/metrics: %d, no go_goroutines in %.200q", code, body)
 	}
+	for _, name := range []string{"banyand_schema_cache_objects", "banyand_registry_schema_resyncs_total"} {
+		if !strings.Contains(body, name) {
+			t.Errorf("/metrics: no %s", name)
+		}
+	}
 
 	// Draining: the ready marker stops first, so /readyz drops to 503.
 	if err := (readyMarker{sa.http}).Stop(context.Background()); err != nil {

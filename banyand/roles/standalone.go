@@ -70,18 +70,26 @@ func (s *Standalone) ClientAddr() string {
 	return s.grpc.Addr()
 }
 
+// HTTPBoundAddr is the bound /metrics address; empty before the role
+// started or when HTTPAddr is empty.
+func (s *Standalone) HTTPBoundAddr() string { return httpAddrOf(s.http) }
+
 // Components implements cli.Role.
 func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 	reg := local.New(local.Config{Dir: registryDir(s.DataPath)}, logger.With("component", "registry"))
 	q := queue.NewLocal(queue.LocalConfig{NodeName: "standalone"})
 	cache := liaison.NewSchemaCache(logger.With("component", "schema"), nil)
 	store := storage.New(storage.Config{Dir: storageDir(s.DataPath)}, cache, logger)
-	services := liaison.NewServices(liaison.WriteConfig{AckTimeout: s.server.AckTimeout}, liaison.Deps{
-		Logger: logger.With("component", "liaison"), Schema: cache, Queue: q,
-	})
 	s.http = newHTTPServer(s.HTTPAddr, logger)
+	promReg := s.http.reg
+	services := liaison.NewServices(liaison.WriteConfig{AckTimeout: s.server.AckTimeout}, liaison.Deps{
+		Logger: logger.With("component", "liaison"), Schema: cache, Queue: q, Counters: newWriteCounters(promReg),
+	})
+	registerSchemaMetrics(promReg, reg, cache)
+	listeners := newListenerMetrics(promReg)
 	meta := metadata.New(liaison.ReadYourWrites(reg, cache))
-	s.grpc = newGRPCServer("client-grpc", s.server.GRPCAddr, logger, s.server.clientServerOptions(), func(srv *grpc.Server) {
+	opts := append(s.server.clientServerOptions(), grpcMetrics(promReg)...)
+	s.grpc = newGRPCServer("client-grpc", s.server.GRPCAddr, logger, opts, func(srv *grpc.Server) {
 		meta.Register(srv)
 		services.Register(srv)
 	})
@@ -91,7 +99,7 @@ func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 		store,
 		&funcComponent{
 			name:  "local-queue",
-			start: func(context.Context) error { return store.Subscribe(q) },
+			start: func(context.Context) error { return listeners.subscribe(q, store.Listeners()) },
 			stop: func(ctx context.Context) error {
 				ctx, cancel := withDefaultTimeout(ctx, 10*time.Second)
 				defer cancel()

@@ -91,6 +91,10 @@ func (s *Storage) ClusterAddr() string {
 	return s.lis.Addr().String()
 }
 
+// HTTPBoundAddr is the bound /metrics address; empty before the role
+// started or when HTTPAddr is empty.
+func (s *Storage) HTTPBoundAddr() string { return httpAddrOf(s.http) }
+
 // Components implements cli.Role.
 func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 	cli, err := etcd.NewClient(s.Etcd)
@@ -112,8 +116,16 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 	}
 	server := sub.New(subCfg, logger.With("component", "subscriber"))
 	s.http = newHTTPServer(s.HTTPAddr, logger)
+	reg := s.http.reg
+	registerSchemaMetrics(reg, schema, cache)
+	counterFunc(reg, "banyand_registry_node_registrations_total", "Writes of this node's registration key, re-registrations included.",
+		func() int64 { return registrar.Stats().Registrations })
+	counterFunc(reg, "banyand_registry_node_renewals_total", "Keep-alive responses for this node's lease.",
+		func() int64 { return registrar.Stats().Renewals })
+	counterFunc(reg, "banyand_registry_node_losses_total", "Leases of this node lost while registered.",
+		func() int64 { return registrar.Stats().Losses })
 
-	serveSub := &subscriberComponent{role: s, server: server, store: store, logger: logger}
+	serveSub := &subscriberComponent{role: s, server: server, store: store, metrics: newListenerMetrics(reg), logger: logger}
 	return []run.Component{
 		s.http,
 		&funcComponent{name: "etcd-client", stop: func(context.Context) error { return cli.Close() }},
@@ -128,17 +140,18 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 
 // subscriberComponent serves the cluster protocol in front of the store.
 type subscriberComponent struct {
-	role   *Storage
-	server *sub.Server
-	store  *storage.Store
-	logger *slog.Logger
+	role    *Storage
+	server  *sub.Server
+	store   *storage.Store
+	metrics *listenerMetrics
+	logger  *slog.Logger
 }
 
 func (c *subscriberComponent) Name() string { return "subscriber" }
 
 func (c *subscriberComponent) Start(context.Context) error {
-	if err := c.store.Subscribe(c.server); err != nil {
-		return err
+	if err := c.metrics.subscribe(c.server, c.store.Listeners()); err != nil {
+		return fmt.Errorf("storage: %w", err)
 	}
 	lis, err := net.Listen("tcp", c.role.GRPCAddr)
 	if err != nil {

@@ -1,0 +1,262 @@
+package roles
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+
+	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
+	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	"github.com/banyand-io/banyand/banyand/liaison"
+	"github.com/banyand-io/banyand/pkg/queue"
+	"github.com/banyand-io/banyand/pkg/queue/pub"
+)
+
+// The metrics of the roles, all registered on the role's own registry (the
+// one its /metrics serves). docs/operation/README.md lists them.
+
+// writeCounters backs liaison.WriteCounters with Prometheus counters.
+type writeCounters struct {
+	received *prometheus.CounterVec
+	answered *prometheus.CounterVec
+}
+
+func newWriteCounters(reg prometheus.Registerer) *writeCounters {
+	c := &writeCounters{
+		received: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "banyand_liaison_writes_received_total",
+			Help: "Client write messages received, by group and kind (stream, measure).",
+		}, []string{"group", "kind"}),
+		answered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "banyand_liaison_writes_answered_total",
+			Help: "Client write messages answered, by group, kind and the status sent.",
+		}, []string{"group", "kind", "status"}),
+	}
+	reg.MustRegister(c.received, c.answered)
+	return c
+}
+
+func (c *writeCounters) Received(group, kind string) liaison.Counter {
+	return c.received.WithLabelValues(group, kind)
+}
+
+func (c *writeCounters) Answered(group, kind string, st modelv1.Status) liaison.Counter {
+	return c.answered.WithLabelValues(group, kind, st.String())
+}
+
+// publisherCollector reads the publisher's stats once per scrape.
+type publisherCollector struct {
+	client   *pub.Client
+	maxBytes int64
+
+	nodeInflight, nodeBytes, nodeDown, bytes, bound          *prometheus.Desc
+	reconnects, replaced, batches, messages, underReplicated *prometheus.Desc
+}
+
+func newPublisherCollector(c *pub.Client, maxBytesPerNode int64) *publisherCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("banyand_publisher_"+name, help, labels, nil)
+	}
+	return &publisherCollector{
+		client: c, maxBytes: maxBytesPerNode,
+		nodeInflight:    d("node_inflight_batches", "Batches sent to a data node and not yet acked.", "node"),
+		nodeBytes:       d("node_bytes_in_use", "Payload bytes queued for or in flight to a data node.", "node"),
+		nodeDown:        d("node_down", "1 while a data node is routed around.", "node"),
+		bytes:           d("bytes_in_use", "Payload bytes queued or in flight, all data nodes."),
+		bound:           d("max_bytes_per_node", "Bound on a data node's bytes in use; Publish blocks beyond it."),
+		reconnects:      d("reconnects_total", "Streams to data nodes re-opened after a break."),
+		replaced:        d("replaced_messages_total", "Messages moved to another data node than the one they were queued for."),
+		batches:         d("batches_sent_total", "Batches written to data nodes, resends included."),
+		messages:        d("messages_sent_total", "Messages written to data nodes, resends included."),
+		underReplicated: d("under_replicated_copies_total", "Copies of replicated writes not written for want of live data nodes."),
+	}
+}
+
+func (c *publisherCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.nodeInflight, c.nodeBytes, c.nodeDown, c.bytes, c.bound,
+		c.reconnects, c.replaced, c.batches, c.messages, c.underReplicated} {
+		ch <- d
+	}
+}
+
+func (c *publisherCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.client.Stats()
+	for _, n := range st.Nodes {
+		down := 0.0
+		if n.Down {
+			down = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.nodeInflight, prometheus.GaugeValue, float64(n.InFlightBatches), n.Name)
+		ch <- prometheus.MustNewConstMetric(c.nodeBytes, prometheus.GaugeValue, float64(n.BytesInUse), n.Name)
+		ch <- prometheus.MustNewConstMetric(c.nodeDown, prometheus.GaugeValue, down, n.Name)
+	}
+	ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.GaugeValue, float64(st.BytesInUse))
+	ch <- prometheus.MustNewConstMetric(c.bound, prometheus.GaugeValue, float64(c.maxBytes))
+	ch <- prometheus.MustNewConstMetric(c.reconnects, prometheus.CounterValue, float64(st.Reconnects))
+	ch <- prometheus.MustNewConstMetric(c.replaced, prometheus.CounterValue, float64(st.Replaced))
+	ch <- prometheus.MustNewConstMetric(c.batches, prometheus.CounterValue, float64(st.BatchesSent))
+	ch <- prometheus.MustNewConstMetric(c.messages, prometheus.CounterValue, float64(st.MessagesSent))
+	ch <- prometheus.MustNewConstMetric(c.underReplicated, prometheus.CounterValue, float64(st.UnderReplicated))
+}
+
+// listenerMetrics count what reaches the store's listeners.
+type listenerMetrics struct {
+	messages, batches *prometheus.CounterVec
+	failures          *prometheus.CounterVec
+	commit            *prometheus.HistogramVec
+	bytes             *prometheus.CounterVec
+}
+
+func newListenerMetrics(reg prometheus.Registerer) *listenerMetrics {
+	m := &listenerMetrics{
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "banyand_subscriber_messages_received_total", Help: "Messages handed to the store, by topic.",
+		}, []string{"topic"}),
+		batches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "banyand_subscriber_batches_received_total", Help: "Batches handed to the store, by topic.",
+		}, []string{"topic"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "banyand_subscriber_failures_total", Help: "Messages the store failed, by topic and the cluster-protocol code acked.",
+		}, []string{"topic", "code"}),
+		commit: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "banyand_storage_commit_duration_seconds", Help: "Time to write and sync one batch of a write topic.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"topic"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "banyand_storage_written_bytes_total", Help: "Payload bytes of the write batches committed, by topic.",
+		}, []string{"topic"}),
+	}
+	reg.MustRegister(m.messages, m.batches, m.failures, m.commit, m.bytes)
+	return m
+}
+
+// wrap counts l's batches of topic; write topics are timed too.
+func (m *listenerMetrics) wrap(topic queue.Topic, l queue.Listener) queue.Listener {
+	t := string(topic)
+	cl := &countingListener{
+		inner: l, messages: m.messages.WithLabelValues(t), batches: m.batches.WithLabelValues(t),
+		failures: m.failures.MustCurryWith(prometheus.Labels{"topic": t}),
+	}
+	if topic == queue.TopicStreamWrite || topic == queue.TopicMeasureWrite {
+		cl.commit, cl.bytes = m.commit.WithLabelValues(t), m.bytes.WithLabelValues(t)
+	}
+	return cl
+}
+
+// subscribe registers store's listeners with srv, each counted.
+func (m *listenerMetrics) subscribe(srv queue.Server, listeners map[queue.Topic]queue.Listener) error {
+	for topic, l := range listeners {
+		if err := srv.Subscribe(topic, m.wrap(topic, l)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type countingListener struct {
+	inner             queue.Listener
+	messages, batches prometheus.Counter
+	failures          *prometheus.CounterVec
+	commit            prometheus.Observer // nil unless a write topic
+	bytes             prometheus.Counter
+}
+
+func (l *countingListener) Handle(ctx context.Context, b queue.Batch) queue.Result {
+	l.batches.Inc()
+	l.messages.Add(float64(len(b.Messages)))
+	if l.commit == nil {
+		res := l.inner.Handle(ctx, b)
+		l.countFailures(res)
+		return res
+	}
+	start := time.Now()
+	res := l.inner.Handle(ctx, b)
+	l.commit.Observe(time.Since(start).Seconds())
+	n := 0
+	for i, m := range b.Messages {
+		if i >= len(res.Errs) || res.Errs[i] == nil {
+			n += len(m)
+		}
+	}
+	l.bytes.Add(float64(n))
+	l.countFailures(res)
+	return res
+}
+
+func (l *countingListener) countFailures(res queue.Result) {
+	for _, err := range res.Errs {
+		if err != nil {
+			l.failures.WithLabelValues(failureCode(err).String()).Inc()
+		}
+	}
+}
+
+// failureCode is the code the subscriber acks a listener's error with
+// (sub's codeOf; the local queue has no codes, the same names serve).
+func failureCode(err error) clusterv1.Code {
+	switch {
+	case errors.Is(err, queue.ErrInvalidMessage):
+		return clusterv1.Code_CODE_INVALID_ARGUMENT
+	case errors.Is(err, queue.ErrUnknownTopic):
+		return clusterv1.Code_CODE_UNKNOWN_TOPIC
+	case errors.Is(err, queue.ErrDeadline), errors.Is(err, context.DeadlineExceeded):
+		return clusterv1.Code_CODE_DEADLINE_EXCEEDED
+	case errors.Is(err, queue.ErrClosed), errors.Is(err, queue.ErrResourceExhausted), errors.Is(err, context.Canceled):
+		return clusterv1.Code_CODE_UNAVAILABLE
+	default:
+		return clusterv1.Code_CODE_INTERNAL
+	}
+}
+
+// schemaStore is what the schema registries (etcd, local) count.
+type schemaStore interface {
+	Resyncs() uint64
+	Skipped() uint64
+}
+
+func registerSchemaMetrics(reg prometheus.Registerer, store schemaStore, cache *liaison.SchemaCache) {
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "banyand_registry_schema_resyncs_total", Help: "Schema watch re-lists (compaction, slow watcher, lost watch).",
+		}, func() float64 { return float64(store.Resyncs()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "banyand_registry_schema_skipped_total", Help: "Schema registry entries skipped as unreadable, each time read.",
+		}, func() float64 { return float64(store.Skipped()) }),
+	)
+	size := func(pick func(g, s, m int) int) func() float64 {
+		return func() float64 { return float64(pick(cache.Size())) }
+	}
+	for _, k := range []struct {
+		kind string
+		pick func(g, s, m int) int
+	}{
+		{"group", func(g, _, _ int) int { return g }},
+		{"stream", func(_, s, _ int) int { return s }},
+		{"measure", func(_, _, m int) int { return m }},
+	} {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "banyand_schema_cache_objects", Help: "Schema objects in the cache, by kind.",
+			ConstLabels: prometheus.Labels{"kind": k.kind},
+		}, size(k.pick)))
+	}
+}
+
+func counterFunc(reg prometheus.Registerer, name, help string, f func() int64) {
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+		func() float64 { return float64(f()) }))
+}
+
+// grpcMetrics instruments a client-facing server; the options go with the
+// server's own.
+func grpcMetrics(reg prometheus.Registerer) []grpc.ServerOption {
+	m := grpcprom.NewServerMetrics(grpcprom.WithServerCounterOptions(grpcprom.WithNamespace("banyand")))
+	reg.MustRegister(m)
+	return []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(m.UnaryServerInterceptor()),
+		grpc.ChainStreamInterceptor(m.StreamServerInterceptor()),
+	}
+}
