@@ -31,8 +31,11 @@ Examples:
   banyand bench --target 127.0.0.1:17912 --kind measure --duration 30s --rate 20000 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyEnv(cmd.Flags(), lookup); err != nil {
+			if err := configure(cmd, lookup); err != nil {
 				return err
+			}
+			if printOnly, _ := cmd.Flags().GetBool(printConfigFlag); printOnly {
+				return printConfig(cmd, stdout)
 			}
 			if err := cfg.Validate(); err != nil {
 				return fmt.Errorf("invalid configuration: %w", err)
@@ -44,6 +47,7 @@ Examples:
 		},
 	}
 	cfg.RegisterFlags(cmd.Flags())
+	registerPrintConfigFlag(cmd.Flags())
 	annotateEnv(cmd.Flags())
 	return cmd
 }

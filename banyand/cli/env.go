@@ -18,11 +18,12 @@ func EnvName(flag string) string {
 }
 
 // applyEnv sets every flag not given on the command line from its
-// environment variable, so the precedence is flag > env > default.
+// environment variable, so the precedence is flag > env > default (the
+// config file, applied after, only fills flags still unset).
 func applyEnv(fs *pflag.FlagSet, lookup func(string) (string, bool)) error {
 	var firstErr error
 	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Changed || firstErr != nil || f.Name == "help" {
+		if f.Changed || firstErr != nil || f.Name == helpFlag || f.Name == printConfigFlag {
 			return
 		}
 		v, ok := lookup(EnvName(f.Name))
@@ -40,7 +41,7 @@ func applyEnv(fs *pflag.FlagSet, lookup func(string) (string, bool)) error {
 // --help documents both.
 func annotateEnv(fs *pflag.FlagSet) {
 	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Name == "help" || strings.Contains(f.Usage, EnvPrefix) {
+		if f.Name == helpFlag || f.Name == printConfigFlag || strings.Contains(f.Usage, EnvPrefix) {
 			return
 		}
 		f.Usage += " [env " + EnvName(f.Name) + "]"

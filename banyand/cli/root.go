@@ -1,7 +1,7 @@
 // Package cli is banyand's command line: a cobra root with one subcommand
 // per role. Each role is a list of run.Components built from a config that
 // registers its own flags; every flag can also be set from a BANYAND_*
-// environment variable.
+// environment variable and from a YAML --config file keyed by flag name.
 package cli
 
 import (
@@ -62,6 +62,7 @@ func newRoot(stdout, stderr io.Writer, lookup func(string) (string, bool)) *cobr
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	logCfg.RegisterFlags(root.PersistentFlags())
+	registerConfigFlag(root.PersistentFlags())
 	annotateEnv(root.PersistentFlags())
 
 	root.AddCommand(&cobra.Command{
@@ -87,11 +88,11 @@ func newRoleCommand(rc roleCommand, logCfg *logConfig, stderr io.Writer, lookup 
 		Long:  rc.long,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyEnv(cmd.Flags(), lookup); err != nil {
+			if err := configure(cmd, lookup); err != nil {
 				return err
 			}
-			if err := applyEnv(cmd.InheritedFlags(), lookup); err != nil {
-				return err
+			if printOnly, _ := cmd.Flags().GetBool(printConfigFlag); printOnly {
+				return printConfig(cmd, cmd.OutOrStdout())
 			}
 			if err := errors.Join(logCfg.Validate(), rc.role.Validate()); err != nil {
 				return fmt.Errorf("invalid configuration: %w", err)
@@ -114,6 +115,7 @@ func newRoleCommand(rc roleCommand, logCfg *logConfig, stderr io.Writer, lookup 
 	}
 	rc.role.RegisterFlags(cmd.Flags())
 	groupCfg.RegisterFlags(cmd.Flags())
+	registerPrintConfigFlag(cmd.Flags())
 	annotateEnv(cmd.Flags())
 	return cmd
 }
