@@ -6,7 +6,7 @@ LINT      := $(GO) tool -modfile=tools/go.mod golangci-lint
 PKGS      := ./...
 TEST_FLAGS ?= -race -timeout 15m
 
-.PHONY: all generate build test lint verify run clean
+.PHONY: all generate build test test-faults lint verify run clean
 
 all: build
 
@@ -24,6 +24,10 @@ build:
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test $(TEST_FLAGS) $(PKGS)
+
+## test-faults: fault suite with real processes (needs etcd on PATH); see docs/design/faults.md
+test-faults:
+	$(GO) test -tags faults -race=false -count=1 -timeout 10m -v ./test/faults/
 
 ## lint: golangci-lint plus the layering rules
 lint:
