@@ -2,18 +2,17 @@ package roles
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
-	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	"github.com/banyand-io/banyand/banyand/liaison"
 	"github.com/banyand-io/banyand/pkg/queue"
 	"github.com/banyand-io/banyand/pkg/queue/pub"
+	"github.com/banyand-io/banyand/pkg/queue/sub"
 )
 
 // The metrics of the roles, all registered on the role's own registry (the
@@ -190,25 +189,8 @@ func (l *countingListener) Handle(ctx context.Context, b queue.Batch) queue.Resu
 func (l *countingListener) countFailures(res queue.Result) {
 	for _, err := range res.Errs {
 		if err != nil {
-			l.failures.WithLabelValues(failureCode(err).String()).Inc()
+			l.failures.WithLabelValues(sub.CodeOf(err).String()).Inc()
 		}
-	}
-}
-
-// failureCode is the code the subscriber acks a listener's error with
-// (sub's codeOf; the local queue has no codes, the same names serve).
-func failureCode(err error) clusterv1.Code {
-	switch {
-	case errors.Is(err, queue.ErrInvalidMessage):
-		return clusterv1.Code_CODE_INVALID_ARGUMENT
-	case errors.Is(err, queue.ErrUnknownTopic):
-		return clusterv1.Code_CODE_UNKNOWN_TOPIC
-	case errors.Is(err, queue.ErrDeadline), errors.Is(err, context.DeadlineExceeded):
-		return clusterv1.Code_CODE_DEADLINE_EXCEEDED
-	case errors.Is(err, queue.ErrClosed), errors.Is(err, queue.ErrResourceExhausted), errors.Is(err, context.Canceled):
-		return clusterv1.Code_CODE_UNAVAILABLE
-	default:
-		return clusterv1.Code_CODE_INTERNAL
 	}
 }
 

@@ -244,7 +244,7 @@ func (st *stream) handle(l queue.Listener, b *clusterv1.Batch) {
 			if err != nil {
 				ack.Failures = append(ack.Failures, &clusterv1.MessageFailure{
 					Index:   uint32(i),
-					Failure: &clusterv1.Failure{Code: codeOf(err), Reason: err.Error()},
+					Failure: &clusterv1.Failure{Code: CodeOf(err), Reason: err.Error()},
 				})
 			}
 		}
@@ -266,8 +266,9 @@ func callListener(ctx context.Context, l queue.Listener, b queue.Batch) (res que
 	return l.Handle(ctx, b), nil
 }
 
-// codeOf classifies a listener's per-message error for the publisher.
-func codeOf(err error) clusterv1.Code {
+// CodeOf is the code a listener's error is acked with: the contract's
+// sentinels map to their codes, anything else is CODE_INTERNAL.
+func CodeOf(err error) clusterv1.Code {
 	switch {
 	case errors.Is(err, queue.ErrInvalidMessage):
 		return clusterv1.Code_CODE_INVALID_ARGUMENT
