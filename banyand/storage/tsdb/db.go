@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/banyand-io/banyand/pkg/pebblelog"
 )
 
 // ErrClosed is returned by operations on a DB that is closing or closed.
@@ -73,7 +75,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("tsdb: create data directory: %w", err)
 	}
 	pdb, err := pebble.Open(dir, &pebble.Options{
-		Logger: pebbleLogger{log},
+		Logger: pebblelog.Logger{Log: log},
 		Merger: measureMerger,
 		// With Pebble's 4 MB default, flushes and the L0 compactions
 		// they trigger took a quarter of the CPU of a write-heavy load
@@ -188,20 +190,3 @@ func (db *DB) segmentInterval(group string) time.Duration {
 
 // Segments returns every segment in key order, for diagnostics and tests.
 func (db *DB) Segments() []Segment { return db.segs.all() }
-
-// pebbleLogger sends Pebble's chatter to slog at debug level.
-type pebbleLogger struct{ log *slog.Logger }
-
-func (l pebbleLogger) Infof(format string, args ...any) {
-	l.log.Debug("pebble: " + fmt.Sprintf(format, args...))
-}
-
-func (l pebbleLogger) Errorf(format string, args ...any) {
-	l.log.Error("pebble: " + fmt.Sprintf(format, args...))
-}
-
-func (l pebbleLogger) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	l.log.Error("pebble: fatal: " + msg)
-	panic("pebble: " + msg)
-}

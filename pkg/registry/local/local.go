@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/banyand-io/banyand/pkg/pebblelog"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -125,7 +127,7 @@ func (s *Store) Start(context.Context) error {
 		return errors.New("registry/local: a closed store cannot be reopened; use New")
 	default:
 	}
-	db, err := pebble.Open(s.cfg.Dir, &pebble.Options{Logger: pebbleLogger{s.log}})
+	db, err := pebble.Open(s.cfg.Dir, &pebble.Options{Logger: pebblelog.Logger{Log: s.log}})
 	if err != nil {
 		return fmt.Errorf("registry/local: open %s: %w", s.cfg.Dir, err)
 	}
@@ -486,21 +488,4 @@ func (s *Store) deleteGroup(name string, opts registry.DeleteGroupOptions) (*dat
 	}
 	s.publish(rev, events)
 	return info, rev, nil
-}
-
-// pebbleLogger sends Pebble's chatter to slog at debug level.
-type pebbleLogger struct{ log *slog.Logger }
-
-func (l pebbleLogger) Infof(format string, args ...any) {
-	l.log.Debug("pebble: " + fmt.Sprintf(format, args...))
-}
-
-func (l pebbleLogger) Errorf(format string, args ...any) {
-	l.log.Error("pebble: " + fmt.Sprintf(format, args...))
-}
-
-func (l pebbleLogger) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	l.log.Error("pebble: fatal: " + msg)
-	panic("pebble: " + msg)
 }
