@@ -16,8 +16,11 @@ import (
 type pendingWrite struct {
 	messageID uint64
 	metadata  *commonv1.Metadata
-	future    queue.Future
-	err       *writeError
+	// metadataRaw is metadata's encoding as received, when the fast path
+	// read it; the response echoes it without encoding it again.
+	metadataRaw []byte
+	future      queue.Future
+	err         *writeError
 }
 
 // maxPendingPerStream bounds how many messages of one client stream may be

@@ -55,6 +55,8 @@ func (c *serverFlags) validate() error {
 // clientServerOptions are the gRPC options of the client-facing server.
 func (c *serverFlags) clientServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
+		// The write path receives and answers at the wire level.
+		grpc.ForceServerCodecV2(liaison.ServerCodec()),
 		grpc.MaxRecvMsgSize(c.MaxRecvMsgSize),
 		// Write streams are long-lived; keepalive lets dead clients go.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
