@@ -70,7 +70,7 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Report, erro
 	conn, err := grpc.NewClient(target,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithInitialWindowSize(4<<20), grpc.WithInitialConnWindowSize(8<<20),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.ForceCodecV2(newCodec())))
 	if err != nil {
 		return Report{}, fmt.Errorf("%w: %s: %w", ErrUnreachable, target, err)
 	}
@@ -142,6 +142,9 @@ func newMessages(cfg Config) (*messages, error) {
 		payload:    payload,
 	}
 	m.cacheEntityTags()
+	if err := m.encode(); err != nil {
+		return nil, fmt.Errorf("encode the run's requests: %w", err)
+	}
 	return m, nil
 }
 
