@@ -82,6 +82,8 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 	if name == "" {
 		name = "liaison-" + sanitizeName(l.server.GRPCAddr)
 	}
+	// Every line of this liaison names it, so logs of several merge.
+	logger = logger.With("node", name)
 	nodeCfg := etcd.NodeConfig{Namespace: l.Etcd.Namespace}
 	nodeWatcher, err := etcd.NewNodeWatcher(nodeCfg, cli, logger.With("component", "node-watch"))
 	if err != nil {

@@ -97,6 +97,9 @@ func (s *Storage) HTTPBoundAddr() string { return httpAddrOf(s.http) }
 
 // Components implements cli.Role.
 func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
+	if s.NodeName != "" {
+		logger = logger.With("node", s.NodeName)
+	}
 	cli, err := etcd.NewClient(s.Etcd)
 	if err != nil {
 		return nil, err
