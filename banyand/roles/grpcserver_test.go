@@ -2,6 +2,7 @@ package roles
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"testing"
@@ -75,7 +76,7 @@ func TestGRPCServerHealthFollowsLifecycle(t *testing.T) {
 		t.Fatalf("Stop with a health watcher connected: %v", err)
 	}
 	cancelServe()
-	if err := <-served; err != nil && err != context.Canceled {
+	if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("Serve: %v", err)
 	}
 }
