@@ -223,7 +223,7 @@ func (w *writer) publish(ctx context.Context, pub queue.BatchPublisher, topic qu
 	f, err := pub.Publish(ctx, topic, queue.Message{Group: group, Shard: shard, Payload: payload})
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
-			w.logger.Warn("publish failed", "group", group, "error", err)
+			w.logger.Warn("publish failed", "group", group, "topic", string(topic), "shard", shard, "error", err)
 		}
 		return nil, &writeError{status: modelv1.Status_STATUS_INTERNAL_ERROR, reason: err.Error()}
 	}
@@ -327,6 +327,7 @@ func serveWrites[Req writeRequest](w *writer, srv grpc.ServerStream, k *writeKin
 	answerCount := answeredCounter{src: w.counters, kind: k.name}
 	sess := writeSession[received[Req]]{
 		logger: w.logger,
+		kind:   k.name,
 		recv: func() (received[Req], error) {
 			return recvWrite(srv, &wire, &mdc, k.parse, k.newReq)
 		},

@@ -97,6 +97,9 @@ func (s *Storage) HTTPBoundAddr() string { return httpAddrOf(s.http) }
 
 // Components implements cli.Role.
 func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
+	if s.NodeName != "" {
+		logger = logger.With("node", s.NodeName)
+	}
 	cli, err := etcd.NewClient(s.Etcd)
 	if err != nil {
 		return nil, err
@@ -115,17 +118,11 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 		subCfg.NodeName = s.NodeName
 	}
 	server := sub.New(subCfg, logger.With("component", "subscriber"))
-	s.http = newHTTPServer(s.HTTPAddr, logger)
-	reg := s.http.reg
-	registerSchemaMetrics(reg, schema, cache)
-	counterFunc(reg, "banyand_registry_node_registrations_total", "Writes of this node's registration key, re-registrations included.",
-		func() int64 { return registrar.Stats().Registrations })
-	counterFunc(reg, "banyand_registry_node_renewals_total", "Keep-alive responses for this node's lease.",
-		func() int64 { return registrar.Stats().Renewals })
-	counterFunc(reg, "banyand_registry_node_losses_total", "Leases of this node lost while registered.",
-		func() int64 { return registrar.Stats().Losses })
+	reg := newRoleRegistry()
+	metrics := registerStorageMetrics(reg, storageSources{schema: schema, cache: cache, registrar: registrar.Stats})
+	s.http = newHTTPServer(s.HTTPAddr, logger, reg, nil)
 
-	serveSub := &subscriberComponent{role: s, server: server, store: store, metrics: newListenerMetrics(reg), logger: logger}
+	serveSub := &subscriberComponent{role: s, server: server, store: store, metrics: metrics.listeners, logger: logger}
 	return []run.Component{
 		s.http,
 		&funcComponent{name: "etcd-client", stop: func(context.Context) error { return cli.Close() }},
