@@ -13,7 +13,6 @@ import (
 
 	"github.com/banyand-io/banyand/banyand/roles"
 	"github.com/banyand-io/banyand/pkg/registry/etcd"
-	"github.com/banyand-io/banyand/pkg/registry/node"
 	"github.com/banyand-io/banyand/pkg/run"
 )
 
@@ -200,24 +199,7 @@ func waitRegistered(ctx context.Context, cfg etcd.ClientConfig, n int) error {
 		return err
 	}
 	defer func() { _ = cli.Close() }()
-	w, err := etcd.NewNodeWatcher(etcd.NodeConfig{Namespace: cfg.Namespace}, cli, slog.New(slog.DiscardHandler))
-	if err != nil {
-		return err
-	}
 	wctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	registered := false
-	err = w.Watch(wctx, func(u node.Update) {
-		if len(u.Nodes) >= n {
-			registered = true
-			cancel()
-		}
-	})
-	if registered {
-		return nil
-	}
-	if err == nil {
-		err = wctx.Err()
-	}
-	return fmt.Errorf("waiting for %d data nodes to register: %w", n, err)
+	return etcd.WaitForNodes(wctx, etcd.NodeConfig{Namespace: cfg.Namespace}, cli, n)
 }
