@@ -139,6 +139,8 @@ func TestEtcdStoppedUnderLoad(t *testing.T) {
 	if _, err := ackedBetween(outs, resumedAt, time.Now()); err != nil {
 		t.Error("no write was acknowledged after etcd continued")
 	}
+	t.Logf("writes with an error status answered while etcd was stopped: %d, after it continued: %d",
+		failedBetween(outs, stoppedAt, resumedAt), failedBetween(outs, resumedAt, time.Now()))
 	checkNoLossNoDup(t, res)
 }
 

@@ -234,6 +234,17 @@ func scrapeMetrics(ctx context.Context, addr, prefix string) (map[string]float64
 	return out, nil
 }
 
+// failedBetween counts messages answered with an error status in [from, to).
+func failedBetween(outs []outcome, from, to time.Time) int {
+	n := 0
+	for _, o := range outs {
+		if o.answered && o.status != statusOK && !o.answeredAt.Before(from) && o.answeredAt.Before(to) {
+			n++
+		}
+	}
+	return n
+}
+
 // ackLatencies returns the answer latencies of the messages sent in
 // [from, to) and acknowledged, sorted.
 func ackLatencies(outs []outcome, from, to time.Time) []time.Duration {
