@@ -11,7 +11,9 @@ import (
 )
 
 func TestCheckQueryTimeRange(t *testing.T) {
-	ts := func(sec int64, nanos int32) *timestamppb.Timestamp { return &timestamppb.Timestamp{Seconds: sec, Nanos: nanos} }
+	ts := func(sec int64, nanos int32) *timestamppb.Timestamp {
+		return &timestamppb.Timestamp{Seconds: sec, Nanos: nanos}
+	}
 	cases := []struct {
 		name       string
 		begin, end *timestamppb.Timestamp
