@@ -28,8 +28,8 @@ func decodeAsClientError(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 					return err
 				}
 				req, ok := v.(proto.Message)
-				if !ok {
-					return dec(v)
+				if !ok { // generated handlers always decode into a message
+					return status.Errorf(codes.Internal, "%s: cannot decode into %T", m.MethodName, v)
 				}
 				if err := proto.Unmarshal(raw.ProtoReflect().GetUnknown(), req); err != nil {
 					return status.Errorf(codes.InvalidArgument, "%s request does not decode: %v", m.MethodName, err)
