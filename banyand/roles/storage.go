@@ -38,6 +38,9 @@ type Storage struct {
 	Etcd          etcd.ClientConfig
 	NodeTTL       time.Duration
 	Sub           sub.Config
+	// DebugListenerDelay delays every write batch (hidden fault-injection
+	// flag --debug-listener-delay; see docs/design/faults.md).
+	DebugListenerDelay time.Duration
 
 	mu   sync.Mutex
 	lis  net.Listener
@@ -55,6 +58,8 @@ func (s *Storage) RegisterFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&s.NodeTTL, "node-lease-ttl", etcd.DefaultNodeTTL, "how long this node stays routable after it dies without deregistering (whole seconds)")
 	fs.IntVar(&s.Sub.MaxRecvMsgSize, "max-recv-msg-size", sub.DefaultMaxRecvMsgSize, "largest cluster-protocol batch accepted, in bytes")
 	s.Etcd.RegisterFlags(fs)
+	fs.DurationVar(&s.DebugListenerDelay, "debug-listener-delay", 0, "fault injection: wait this long before handling each write batch")
+	_ = fs.MarkHidden("debug-listener-delay")
 }
 
 // Validate implements cli.Role.
@@ -147,7 +152,7 @@ type subscriberComponent struct {
 func (c *subscriberComponent) Name() string { return "subscriber" }
 
 func (c *subscriberComponent) Start(context.Context) error {
-	if err := c.metrics.subscribe(c.server, c.store.Listeners()); err != nil {
+	if err := c.metrics.subscribe(c.server, delayWrites(c.store.Listeners(), c.role.DebugListenerDelay)); err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
 	lis, err := net.Listen("tcp", c.role.GRPCAddr)
