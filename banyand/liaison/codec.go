@@ -31,10 +31,9 @@ type wireResponse struct {
 	raw []byte
 }
 
-func newWireResponse(b []byte) *wireResponse {
-	r := &wireResponse{raw: b}
+func (r *wireResponse) set(b []byte) {
+	r.raw = b
 	r.ProtoReflect().SetUnknown(b)
-	return r
 }
 
 // ServerCodec is grpc's proto codec with the write path's shortcuts: a

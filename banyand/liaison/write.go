@@ -399,6 +399,10 @@ func serveWrites[Req writeRequest](w *writer, srv grpc.ServerStream, k *writeKin
 // WriteResponse (same fields), encoded by hand with the request's metadata
 // echoed as it came, when the fast path read it.
 func sendWriteResponse(srv grpc.ServerStream) func(pendingWrite, modelv1.Status) error {
+	// One wrapper for the stream: SendMsg has encoded it when it returns,
+	// and only the answer loop sends. The bytes themselves are written
+	// after SendMsg returns, so each response has its own.
+	var resp wireResponse
 	return func(p pendingWrite, st modelv1.Status) error {
 		md := p.metadataRaw
 		if md == nil && p.metadata != nil {
@@ -409,7 +413,8 @@ func sendWriteResponse(srv grpc.ServerStream) func(pendingWrite, modelv1.Status)
 		}
 		name := st.String()
 		b := make([]byte, 0, 2*binary.MaxVarintLen64+len(name)+len(md))
-		return srv.SendMsg(newWireResponse(appendWriteResponse(b, p.messageID, name, md, p.metadata != nil)))
+		resp.set(appendWriteResponse(b, p.messageID, name, md, p.metadata != nil))
+		return srv.SendMsg(&resp)
 	}
 }
 

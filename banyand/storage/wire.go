@@ -153,7 +153,7 @@ type wireWrite struct {
 
 // parseWrite parses a StreamWrite (stream true) or MeasureWrite. ok is
 // false when the message needs proto.Unmarshal's merge semantics.
-func parseWrite(m []byte, stream bool) (w wireWrite, ok bool, err error) {
+func parseWrite(m []byte, stream bool, names *nameCache) (w wireWrite, ok bool, err error) {
 	values := 0
 	err = walk(m, func(n protowire.Number, t protowire.Type, v []byte, _ uint64) error {
 		if t != protowire.BytesType {
@@ -165,9 +165,9 @@ func parseWrite(m []byte, stream bool) (w wireWrite, ok bool, err error) {
 				return fmt.Errorf("%w: field %d: invalid UTF-8", errWire, n)
 			}
 			if n == 1 {
-				w.group = string(v)
+				w.group = names.groupOf(v)
 			} else {
-				w.name = string(v)
+				w.name = names.nameOf(v)
 			}
 		case 4:
 			w.seriesKey = v
@@ -189,6 +189,34 @@ func parseWrite(m []byte, stream bool) (w wireWrite, ok bool, err error) {
 		err = parseDataPoint(w.value, &w)
 	}
 	return w, true, err
+}
+
+// nameCache keeps the last group and name a batch's writes had: a batch
+// is mostly one stream or measure, so they are converted to strings once
+// instead of once a message. A nil cache converts every time.
+type nameCache struct{ group, name string }
+
+func (c *nameCache) groupOf(v []byte) string {
+	if c == nil {
+		return string(v)
+	}
+	return reuse(&c.group, v)
+}
+
+func (c *nameCache) nameOf(v []byte) string {
+	if c == nil {
+		return string(v)
+	}
+	return reuse(&c.name, v)
+}
+
+// reuse returns *last if it equals v (compared without converting), else
+// v converted, remembered in *last.
+func reuse(last *string, v []byte) string {
+	if string(v) != *last {
+		*last = string(v)
+	}
+	return *last
 }
 
 func parseElement(b []byte, w *wireWrite) error {

@@ -17,7 +17,7 @@ import (
 // both accept or both reject, and when both accept they read the same values.
 func checkParse(t *testing.T, m []byte, stream bool) {
 	t.Helper()
-	ww, ok, err := parseWrite(m, stream)
+	ww, ok, err := parseWrite(m, stream, nil)
 	if err == nil && !ok {
 		return // left to proto.Unmarshal
 	}
@@ -99,12 +99,12 @@ func TestWireParserMatchesProto(t *testing.T) {
 	}
 	// Field 5 twice: protobuf merges the two; the parser defers to it.
 	twice := append(bytes.Clone(streams[0]), streams[1]...)
-	if _, ok, err := parseWrite(twice, true); ok || err != nil {
+	if _, ok, err := parseWrite(twice, true, nil); ok || err != nil {
 		t.Errorf("repeated element: ok=%v err=%v, want a fallback", ok, err)
 	}
 	// The second element's empty id is not on the wire, so the first's stays;
 	// its timestamp replaces the first's.
-	if w, err := decodeStreamWrite(twice); err != nil || w.ElementID != "e1" || w.Timestamp != time.Unix(-5, 7).UnixNano() {
+	if w, err := decodeStreamWrite(twice, nil); err != nil || w.ElementID != "e1" || w.Timestamp != time.Unix(-5, 7).UnixNano() {
 		t.Errorf("merged element: %+v %v", w, err)
 	}
 }

@@ -31,7 +31,7 @@ func (s *Store) WriteMeasure(ctx context.Context, msgs [][]byte) []error {
 	return s.write(ctx, msgs, decodeMeasureWrite)
 }
 
-func (s *Store) write(ctx context.Context, msgs [][]byte, decode func([]byte) (tsdb.Write, error)) []error {
+func (s *Store) write(ctx context.Context, msgs [][]byte, decode func([]byte, *nameCache) (tsdb.Write, error)) []error {
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -44,8 +44,9 @@ func (s *Store) write(ctx context.Context, msgs [][]byte, decode func([]byte) (t
 	}
 	ws := make([]tsdb.Write, 0, len(msgs))
 	idx := make([]int, 0, len(msgs)) // ws[j] came from msgs[idx[j]]
+	var names nameCache
 	for i, m := range msgs {
-		w, err := decode(m)
+		w, err := decode(m, &names)
 		if err != nil {
 			fail(i, err)
 			continue
@@ -76,8 +77,8 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", queue.ErrInvalidMessage, fmt.Sprintf(format, args...))
 }
 
-func decodeStreamWrite(m []byte) (tsdb.Write, error) {
-	ww, ok, err := parseWrite(m, true)
+func decodeStreamWrite(m []byte, names *nameCache) (tsdb.Write, error) {
+	ww, ok, err := parseWrite(m, true, names)
 	if err != nil {
 		return tsdb.Write{}, invalid("stream write does not decode: %v", err)
 	}
@@ -98,8 +99,8 @@ func decodeStreamWrite(m []byte) (tsdb.Write, error) {
 	return finishWrite(w, ww)
 }
 
-func decodeMeasureWrite(m []byte) (tsdb.Write, error) {
-	ww, ok, err := parseWrite(m, false)
+func decodeMeasureWrite(m []byte, names *nameCache) (tsdb.Write, error) {
+	ww, ok, err := parseWrite(m, false, names)
 	if err != nil {
 		return tsdb.Write{}, invalid("measure write does not decode: %v", err)
 	}
@@ -122,12 +123,17 @@ func decodeMeasureWrite(m []byte) (tsdb.Write, error) {
 
 // finishWrite checks the timestamp and the key fields of a parsed write.
 func finishWrite(w tsdb.Write, ww wireWrite) (tsdb.Write, error) {
-	var ts *timestamppb.Timestamp
-	if ww.hasTS {
-		ts = &timestamppb.Timestamp{Seconds: ww.seconds, Nanos: ww.nanos}
-	}
-	var err error
-	if w.Timestamp, err = writeTimestamp(ts); err != nil {
+	if ww.hasTS && ww.nanos >= 0 && ww.nanos < 1e9 && ww.seconds >= minNanoSeconds && ww.seconds <= maxNanoSeconds {
+		w.Timestamp = ww.seconds*int64(time.Second) + int64(ww.nanos) // valid: no Timestamp to build
+	} else {
+		var ts *timestamppb.Timestamp
+		if ww.hasTS {
+			ts = &timestamppb.Timestamp{Seconds: ww.seconds, Nanos: ww.nanos}
+		}
+		_, err := writeTimestamp(ts)
+		if err == nil { // cannot happen: the check above is writeTimestamp's
+			err = errors.New("timestamp out of range")
+		}
 		return tsdb.Write{}, invalid("%v write %s/%s: %v", w.Kind, w.Group, w.Name, err)
 	}
 	if err := w.Validate(); err != nil {
