@@ -73,7 +73,7 @@ func (l *Liaison) HTTPBoundAddr() string { return httpAddrOf(l.http) }
 
 // Components implements cli.Role.
 func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
-	cli, err := etcd.NewClient(l.Etcd)
+	cli, err := etcd.NewClient(l.Etcd, logger.With("component", "etcd-client"))
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 	})
 	return []run.Component{
 		l.http,
-		&funcComponent{name: "etcd-client", stop: func(context.Context) error { return cli.Close() }},
+		etcdClientComponent(l.Etcd, cli.Close),
 		&schemaWatch{watcher: store, cache: cache, logger: logger},
 		newNodeWatch(nodeWatcher, placement, logger),
 		&funcComponent{name: "publisher", stop: publisher.Close},

@@ -97,7 +97,7 @@ func (s *Storage) HTTPBoundAddr() string { return httpAddrOf(s.http) }
 
 // Components implements cli.Role.
 func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
-	cli, err := etcd.NewClient(s.Etcd)
+	cli, err := etcd.NewClient(s.Etcd, logger.With("component", "etcd-client"))
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +128,7 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 	serveSub := &subscriberComponent{role: s, server: server, store: store, metrics: newListenerMetrics(reg), logger: logger}
 	return []run.Component{
 		s.http,
-		&funcComponent{name: "etcd-client", stop: func(context.Context) error { return cli.Close() }},
+		etcdClientComponent(s.Etcd, cli.Close),
 		&schemaWatch{watcher: schema, cache: cache, logger: logger},
 		store,
 		&retention{store: store, ttls: cache.TTLs, logger: logger},
