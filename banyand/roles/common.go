@@ -5,10 +5,12 @@ package roles
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
@@ -30,12 +32,14 @@ type serverFlags struct {
 	GRPCAddr       string
 	MaxRecvMsgSize int
 	AckTimeout     time.Duration
+	Security       ClientSecurity
 }
 
 func (c *serverFlags) register(fs *pflag.FlagSet, defaultAddr string) {
 	fs.StringVar(&c.GRPCAddr, "grpc-addr", defaultAddr, "host:port of the BanyanDB-compatible client gRPC API")
 	fs.IntVar(&c.MaxRecvMsgSize, "max-recv-msg-size", DefaultMaxRecvSize, "largest gRPC message accepted from a client, in bytes; larger ones are refused with RESOURCE_EXHAUSTED")
 	fs.DurationVar(&c.AckTimeout, "ack-timeout", liaison.DefaultAckTimeout, "how long one write may wait for its data node's ack before the client gets an error status")
+	c.Security.register(fs)
 }
 
 func (c *serverFlags) validate() error {
@@ -49,12 +53,14 @@ func (c *serverFlags) validate() error {
 	if c.AckTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--ack-timeout %s: must be positive", c.AckTimeout))
 	}
+	errs = append(errs, c.Security.validate())
 	return errors.Join(errs...)
 }
 
-// clientServerOptions are the gRPC options of the client-facing server.
-func (c *serverFlags) clientServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{
+// clientServerOptions are the gRPC options of the client-facing server:
+// limits, metrics, then TLS and authentication.
+func (c *serverFlags) clientServerOptions(logger *slog.Logger, reg prometheus.Registerer) ([]grpc.ServerOption, error) {
+	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(c.MaxRecvMsgSize),
 		// Write streams are long-lived; keepalive lets dead clients go.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
@@ -62,6 +68,12 @@ func (c *serverFlags) clientServerOptions() []grpc.ServerOption {
 		grpc.InitialWindowSize(4 << 20),
 		grpc.InitialConnWindowSize(8 << 20),
 	}
+	opts = append(opts, grpcMetrics(reg)...)
+	sec, err := c.Security.serverOptions(logger, reg)
+	if err != nil {
+		return nil, err
+	}
+	return append(opts, sec...), nil
 }
 
 func checkAddr(flag, addr string) error {

@@ -32,6 +32,8 @@ type Liaison struct {
 	NodeName string
 	Etcd     etcd.ClientConfig
 	Queue    pub.Config
+	// ClusterTLS secures the streams to the data nodes.
+	ClusterTLS ClusterClientTLS
 
 	grpc *grpcServer
 	http *httpServer
@@ -44,11 +46,12 @@ func (l *Liaison) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&l.NodeName, "node-name", "", "this liaison's name in logs and in the data nodes' view (default: derived from --grpc-addr)")
 	l.Etcd.RegisterFlags(fs)
 	l.Queue.RegisterFlags(fs)
+	l.ClusterTLS.register(fs)
 }
 
 // Validate implements cli.Role.
 func (l *Liaison) Validate() error {
-	errs := []error{l.server.validate(), l.Etcd.Validate(), l.Queue.Validate()}
+	errs := []error{l.server.validate(), l.Etcd.Validate(), l.Queue.Validate(), l.ClusterTLS.validate()}
 	if l.HTTPAddr != "" {
 		errs = append(errs, checkAddr("--http-addr", l.HTTPAddr))
 	}
@@ -90,11 +93,15 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 	router := route.NewRouter()
 	placement := liaison.NewPlacement(logger.With("component", "placement"), router)
 	cache := liaison.NewSchemaCache(logger.With("component", "schema"), placement.SetGroups)
-	qcfg := l.Queue
-	qcfg.NodeName = name
-	publisher := pub.New(qcfg, pub.Deps{Placement: router, Logger: logger.With("component", "publisher")})
 	l.http = newHTTPServer(l.HTTPAddr, logger)
 	reg := l.http.reg
+	qcfg := l.Queue
+	qcfg.NodeName = name
+	if qcfg.TLS, err = l.ClusterTLS.config(logger, reg); err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
+	publisher := pub.New(qcfg, pub.Deps{Placement: router, Logger: logger.With("component", "publisher")})
 	services := liaison.NewServices(liaison.WriteConfig{AckTimeout: l.server.AckTimeout}, liaison.Deps{
 		Logger: logger.With("component", "liaison"), Schema: cache, Queue: publisher, Counters: newWriteCounters(reg),
 	})
@@ -105,7 +112,11 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 	counterFunc(reg, "banyand_registry_node_watch_relists_total", "Node watch re-lists after the first list.",
 		func() int64 { return nodeWatcher.Stats().Relists })
 	meta := metadata.New(liaison.ReadYourWrites(store, cache))
-	opts := append(l.server.clientServerOptions(), grpcMetrics(reg)...)
+	opts, err := l.server.clientServerOptions(logger, reg)
+	if err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
 	l.grpc = newGRPCServer("client-grpc", l.server.GRPCAddr, logger, opts, func(s *grpc.Server) {
 		meta.Register(s)
 		services.Register(s)

@@ -88,7 +88,10 @@ func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 	registerSchemaMetrics(promReg, reg, cache)
 	listeners := newListenerMetrics(promReg)
 	meta := metadata.New(liaison.ReadYourWrites(reg, cache))
-	opts := append(s.server.clientServerOptions(), grpcMetrics(promReg)...)
+	opts, err := s.server.clientServerOptions(logger, promReg)
+	if err != nil {
+		return nil, err
+	}
 	s.grpc = newGRPCServer("client-grpc", s.server.GRPCAddr, logger, opts, func(srv *grpc.Server) {
 		meta.Register(srv)
 		services.Register(srv)

@@ -38,6 +38,8 @@ type Storage struct {
 	Etcd          etcd.ClientConfig
 	NodeTTL       time.Duration
 	Sub           sub.Config
+	// ClusterTLS secures the cluster protocol (Sub.TLS is built from it).
+	ClusterTLS ClusterServerTLS
 
 	mu   sync.Mutex
 	lis  net.Listener
@@ -55,12 +57,13 @@ func (s *Storage) RegisterFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&s.NodeTTL, "node-lease-ttl", etcd.DefaultNodeTTL, "how long this node stays routable after it dies without deregistering (whole seconds)")
 	fs.IntVar(&s.Sub.MaxRecvMsgSize, "max-recv-msg-size", sub.DefaultMaxRecvMsgSize, "largest cluster-protocol batch accepted, in bytes")
 	s.Etcd.RegisterFlags(fs)
+	s.ClusterTLS.register(fs)
 }
 
 // Validate implements cli.Role.
 func (s *Storage) Validate() error {
 	errs := []error{checkAddr("--grpc-addr", s.GRPCAddr), s.Etcd.Validate(), s.Sub.Validate(),
-		(&etcd.NodeConfig{TTL: s.NodeTTL}).Validate()}
+		(&etcd.NodeConfig{TTL: s.NodeTTL}).Validate(), s.ClusterTLS.validate()}
 	if s.AdvertiseAddr != "" {
 		errs = append(errs, checkAddr("--advertise-addr", s.AdvertiseAddr))
 	}
@@ -114,9 +117,15 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 	if subCfg.NodeName == "" {
 		subCfg.NodeName = s.NodeName
 	}
-	server := sub.New(subCfg, logger.With("component", "subscriber"))
 	s.http = newHTTPServer(s.HTTPAddr, logger)
 	reg := s.http.reg
+	if subCfg.TLS == nil {
+		if subCfg.TLS, err = s.ClusterTLS.config(logger, reg); err != nil {
+			_ = cli.Close()
+			return nil, err
+		}
+	}
+	server := sub.New(subCfg, logger.With("component", "subscriber"))
 	registerSchemaMetrics(reg, schema, cache)
 	counterFunc(reg, "banyand_registry_node_registrations_total", "Writes of this node's registration key, re-registrations included.",
 		func() int64 { return registrar.Stats().Registrations })
