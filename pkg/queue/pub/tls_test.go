@@ -93,4 +93,3 @@ func TestMutualTLSPublisher(t *testing.T) {
 		})
 	}
 }
-
