@@ -30,7 +30,12 @@ func etcdClientComponent(cfg etcd.ClientConfig, closeClient func() error) run.Co
 		start: func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 			defer cancel()
-			return etcd.CheckTLS(ctx, cfg)
+			if err := etcd.CheckTLS(ctx, cfg); err != nil {
+				// A component that failed to start is not stopped.
+				_ = closeClient()
+				return err
+			}
+			return nil
 		},
 		stop: func(context.Context) error { return closeClient() },
 	}
