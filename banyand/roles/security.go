@@ -83,6 +83,7 @@ func (c *ClientSecurity) validate() error {
 // serverOptions are the client server's TLS credentials and auth
 // interceptors, with their metrics.
 func (c *ClientSecurity) serverOptions(logger *slog.Logger, reg prometheus.Registerer) ([]grpc.ServerOption, error) {
+	logger.Info("client API security", "tls", c.TLS, "auth_file", c.AuthFile)
 	var opts []grpc.ServerOption
 	if c.TLS {
 		r, err := newCertReloader(c.CertFile, c.KeyFile, "client-api", logger, reg)

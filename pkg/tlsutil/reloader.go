@@ -107,8 +107,12 @@ func (r *Reloader) Current() *tls.Certificate {
 	return r.cert.Load()
 }
 
-// Stats returns the counters and the served certificate's expiry.
+// Stats returns the counters and the expiry of the certificate the next
+// handshake gets. It checks the files like a handshake does, so a scrape
+// of these stats notices a renewal (or a broken one) without waiting for
+// a new connection.
 func (r *Reloader) Stats() Stats {
+	r.maybeReload(time.Now())
 	s := Stats{Reloads: r.reloads.Load(), Failures: r.failures.Load()}
 	if c := r.cert.Load(); c != nil && c.Leaf != nil {
 		s.NotAfter = c.Leaf.NotAfter
@@ -150,7 +154,7 @@ func (r *Reloader) maybeReload(now time.Time) {
 	r.cert.Store(cert)
 	r.reloads.Add(1)
 	r.logger.Info("TLS certificate reloaded", "cert_file", r.cfg.CertFile,
-		"subject", cert.Leaf.Subject.String(), "serial", cert.Leaf.SerialNumber.String(), "not_after", cert.Leaf.NotAfter)
+		"subject", cert.Leaf.Subject.String(), "serial", fmt.Sprintf("%X", cert.Leaf.SerialNumber), "not_after", cert.Leaf.NotAfter)
 }
 
 func (r *Reloader) statFiles() (stamp, error) {
