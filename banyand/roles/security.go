@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 
 	"github.com/banyand-io/banyand/pkg/auth"
+	"github.com/banyand-io/banyand/pkg/queue/sub"
 	"github.com/banyand-io/banyand/pkg/registry/etcd"
 	"github.com/banyand-io/banyand/pkg/run"
 	"github.com/banyand-io/banyand/pkg/tlsutil"
@@ -90,7 +90,8 @@ func (c *ClientSecurity) serverOptions(logger *slog.Logger, reg prometheus.Regis
 		if err != nil {
 			return nil, fmt.Errorf("--tls-cert-file/--tls-key-file: %w", err)
 		}
-		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsutil.ServerConfig(r, nil))))
+		failures := newHandshakeFailures("client-api", logger, reg)
+		opts = append(opts, grpc.Creds(tlsutil.ServerCredentials(tlsutil.ServerConfig(r, nil), failures.Report)))
 	}
 	if c.AuthFile != "" {
 		if !c.TLS {
@@ -176,22 +177,25 @@ func (c *ClusterServerTLS) validate() error {
 	return errors.Join(errs...)
 }
 
-// config is the subscriber's TLS configuration; nil for plaintext.
-func (c *ClusterServerTLS) config(logger *slog.Logger, reg prometheus.Registerer) (*tls.Config, error) {
-	if c.CertFile == "" {
-		return nil, nil
+// apply sets the subscriber's TLS configuration, unless it has one
+// already (tests) or TLS is off.
+func (c *ClusterServerTLS) apply(cfg *sub.Config, logger *slog.Logger, reg prometheus.Registerer) error {
+	if c.CertFile == "" || cfg.TLS != nil {
+		return nil
 	}
 	r, err := newCertReloader(c.CertFile, c.KeyFile, "cluster-server", logger, reg)
 	if err != nil {
-		return nil, fmt.Errorf("--cluster-tls-cert-file/--cluster-tls-key-file: %w", err)
+		return fmt.Errorf("--cluster-tls-cert-file/--cluster-tls-key-file: %w", err)
 	}
 	var pool *x509.CertPool
 	if c.CAFile != "" {
 		if pool, err = tlsutil.LoadCAPool(c.CAFile); err != nil {
-			return nil, fmt.Errorf("--cluster-tls-ca-file: %w", err)
+			return fmt.Errorf("--cluster-tls-ca-file: %w", err)
 		}
 	}
-	return tlsutil.ServerConfig(r, pool), nil
+	cfg.TLS = tlsutil.ServerConfig(r, pool)
+	cfg.OnHandshakeFailure = newHandshakeFailures("cluster-server", logger, reg).Report
+	return nil
 }
 
 // ClusterClientTLS is a liaison's side of the cluster protocol's TLS.
@@ -255,6 +259,16 @@ func (c *ClusterClientTLS) config(logger *slog.Logger, reg prometheus.Registerer
 		}
 	}
 	return tlsutil.ClientConfig(pool, r, c.ServerName), nil
+}
+
+// newHandshakeFailures counts and logs a server's failed TLS handshakes.
+func newHandshakeFailures(use string, logger *slog.Logger, reg prometheus.Registerer) *tlsutil.HandshakeFailures {
+	h := tlsutil.NewHandshakeFailures(logger.With("tls", use), 0)
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "banyand_tls_handshake_failures_total",
+		ConstLabels: prometheus.Labels{"use": use},
+		Help:        "TLS handshakes that failed: the peer does not trust this certificate, or presented none or an untrusted one."},
+		func() float64 { return float64(h.Count()) }))
+	return h
 }
 
 // newCertReloader loads a pair that is re-read when renewed and exports

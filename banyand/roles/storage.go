@@ -119,11 +119,9 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 	}
 	s.http = newHTTPServer(s.HTTPAddr, logger)
 	reg := s.http.reg
-	if subCfg.TLS == nil {
-		if subCfg.TLS, err = s.ClusterTLS.config(logger, reg); err != nil {
-			_ = cli.Close()
-			return nil, err
-		}
+	if err := s.ClusterTLS.apply(&subCfg, logger, reg); err != nil {
+		_ = cli.Close()
+		return nil, err
 	}
 	server := sub.New(subCfg, logger.With("component", "subscriber"))
 	registerSchemaMetrics(reg, schema, cache)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,9 +15,10 @@ import (
 )
 
 // startTLSNode is startNode serving tlsCfg.
-func startTLSNode(t *testing.T, name string, tlsCfg *tls.Config, l queue.Listener) *testNode {
+func startTLSNode(t *testing.T, name string, tlsCfg *tls.Config, l queue.Listener, failures *atomic.Int64) *testNode {
 	t.Helper()
-	srv := sub.New(sub.Config{NodeName: name, TLS: tlsCfg}, nil)
+	onFailure := func(net.Addr, error) { failures.Add(1) }
+	srv := sub.New(sub.Config{NodeName: name, TLS: tlsCfg, OnHandshakeFailure: onFailure}, nil)
 	if err := srv.Subscribe(topic, l); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +50,8 @@ func TestMutualTLSPublisher(t *testing.T) {
 	ca := tlstest.NewCA(t, "cluster CA")
 	other := tlstest.NewCA(t, "other CA")
 	rec := newRecorder(false)
-	n := startTLSNode(t, "data-tls", tlsutil.ServerConfig(reloader(t, ca, dir, "data"), ca.Pool()), rec)
+	var failures atomic.Int64
+	n := startTLSNode(t, "data-tls", tlsutil.ServerConfig(reloader(t, ca, dir, "data"), ca.Pool()), rec, &failures)
 
 	publish := func(t *testing.T, tlsCfg *tls.Config, prefix string, timeout time.Duration) (acked []sent, failed map[string]error) {
 		cfg := fastConfig()
@@ -62,6 +65,9 @@ func TestMutualTLSPublisher(t *testing.T) {
 		acked, failed := publish(t, tlsutil.ClientConfig(ca.Pool(), reloader(t, ca, dir, "liaison"), ""), "good", waitMax)
 		if len(failed) > 0 || len(acked) != 50 {
 			t.Fatalf("%d acked, %d failed, e.g. %s", len(acked), len(failed), first(failed))
+		}
+		if n := failures.Load(); n != 0 {
+			t.Fatalf("node reported %d failed handshakes with a trusted publisher", n)
 		}
 		for _, m := range acked {
 			if !rec.has(m.payload) {
@@ -79,7 +85,11 @@ func TestMutualTLSPublisher(t *testing.T) {
 		{"plaintext publisher", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			before := failures.Load()
 			acked, failed := publish(t, tc.cfg, tc.name, time.Second)
+			if failures.Load() == before {
+				t.Error("the node reported no failed handshake")
+			}
 			if len(acked) != 0 || len(failed) != 50 {
 				t.Fatalf("%d acked, %d failed; want all 50 refused", len(acked), len(failed))
 			}
