@@ -6,7 +6,7 @@ LINT      := $(GO) tool -modfile=tools/go.mod golangci-lint
 PKGS      := ./...
 TEST_FLAGS ?= -race -timeout 15m
 
-.PHONY: all generate build test test-faults lint verify run clean
+.PHONY: all generate build test test-faults fuzz lint verify run clean
 
 all: build
 
@@ -28,6 +28,27 @@ test:
 ## test-faults: fault suite with real processes (needs etcd on PATH); see docs/design/faults.md
 test-faults:
 	$(GO) test -tags faults -race=false -count=1 -timeout 10m -v ./test/faults/
+
+## fuzz: run every fuzz target for FUZZTIME each (-fuzz takes one target per
+## package, so one invocation per target); fails if a Fuzz function is not listed
+FUZZTIME ?= 20s
+FUZZ_TARGETS := \
+	./pkg/route:FuzzSeriesKey \
+	./pkg/route:FuzzSeriesKeyRoundTrip \
+	./pkg/queue/sub:FuzzDecodeStreamRequest \
+	./banyand/storage:FuzzParseStreamWrite \
+	./banyand/storage:FuzzParseMeasureWrite \
+	./banyand/liaison:FuzzStreamWriteValidation \
+	./banyand/liaison:FuzzMeasureWriteValidation
+fuzz:
+	@listed=$$(echo $(FUZZ_TARGETS) | tr ' ' '\n' | sed 's/.*://' | sort); \
+	found=$$(grep -rhoE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]+' . | sed 's/^func //' | sort); \
+	if [ "$$listed" != "$$found" ]; then echo "fuzz: FUZZ_TARGETS does not list exactly the Fuzz functions:"; \
+		echo "listed: "$$listed; echo "found:  "$$found; exit 1; fi
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "== $${t##*:} ($${t%%:*}, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$${t##*:}\$$" -fuzztime $(FUZZTIME) $${t%%:*}; \
+	done
 
 ## lint: golangci-lint plus the layering rules
 lint:

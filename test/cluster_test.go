@@ -18,6 +18,7 @@ import (
 	"github.com/banyand-io/banyand/banyand/storage"
 
 	"github.com/banyand-io/banyand/banyand/roles"
+	"github.com/banyand-io/banyand/pkg/registry/etcd"
 	"github.com/banyand-io/banyand/pkg/registry/etcd/etcdtest"
 )
 
@@ -38,6 +39,7 @@ func startCluster(t *testing.T, dataNodes, liaisons int) *cluster {
 		c.dataDirs = append(c.dataDirs, t.TempDir())
 		c.data = append(c.data, c.startDataNode(i))
 	}
+	c.waitRegistered(dataNodes)
 	for range liaisons {
 		c.liaisons = append(c.liaisons, c.startLiaison())
 	}
@@ -62,6 +64,17 @@ func (c *cluster) startDataNode(i int) *runningRole {
 		c.t.Fatal(err)
 	}
 	return startRole(c.t, s.NodeName, comps, func() bool { return s.ClusterAddr() != "" })
+}
+
+// waitRegistered waits until n data nodes are registered, so a liaison
+// started next routes to all of them from its first snapshot.
+func (c *cluster) waitRegistered(n int) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := etcd.WaitForNodes(ctx, etcd.NodeConfig{}, c.etcd.Client(), n); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
 func (c *cluster) startLiaison() *grpc.ClientConn {

@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/big"
 	"net"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -21,8 +19,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
-	"github.com/banyand-io/banyand/banyand/roles"
-	"github.com/banyand-io/banyand/pkg/run"
 )
 
 // drainGrace is how long an interrupted run (ctx cancelled) still waits for
@@ -48,17 +44,21 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Report, erro
 		out = io.Discard
 	}
 	target := cfg.Target
-	if cfg.Standalone {
-		sa, err := startStandalone(ctx, cfg.KeepData, progress)
+	if cfg.Standalone || cfg.Cluster {
+		start := startStandalone
+		if cfg.Cluster {
+			start = startCluster
+		}
+		p, err := start(ctx, cfg.KeepData, progress)
 		if err != nil {
 			return Report{}, err
 		}
 		defer func() {
-			if err := sa.stop(); err != nil {
-				fmt.Fprintln(progress, "bench: stopping the in-process standalone:", err)
+			if err := p.stop(); err != nil {
+				fmt.Fprintf(progress, "bench: stopping the in-process %s: %v\n", p.what, err)
 			}
 		}()
-		target = sa.addr
+		target = p.addr
 	}
 	// A TCP probe gives a clear, quick error for a refused or unroutable
 	// target; gRPC itself would only report it when the first call fails.
@@ -70,7 +70,7 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Report, erro
 	conn, err := grpc.NewClient(target,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithInitialWindowSize(4<<20), grpc.WithInitialConnWindowSize(8<<20),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.ForceCodecV2(newCodec())))
 	if err != nil {
 		return Report{}, fmt.Errorf("%w: %s: %w", ErrUnreachable, target, err)
 	}
@@ -142,6 +142,9 @@ func newMessages(cfg Config) (*messages, error) {
 		payload:    payload,
 	}
 	m.cacheEntityTags()
+	if err := m.encode(); err != nil {
+		return nil, fmt.Errorf("encode the run's requests: %w", err)
+	}
 	return m, nil
 }
 
@@ -255,74 +258,4 @@ func collect(results []*streamResult, rep *Report) []int64 {
 	ms := func(us uint64) float64 { return float64(us) / 1000 }
 	rep.LatencyMillis = Latency{P50: ms(hist.quantile(0.50)), P90: ms(hist.quantile(0.90)), P99: ms(hist.quantile(0.99)), Max: ms(hist.max)}
 	return slices.Clip(acked)
-}
-
-// inproc is a standalone running in this process for --standalone.
-type inproc struct {
-	addr   string
-	dir    string
-	keep   bool
-	cancel context.CancelFunc
-	done   chan error
-	logw   io.Writer
-}
-
-// startStandalone starts roles.Standalone on 127.0.0.1:0 with its data in
-// a new temporary directory and returns once it listens. Its logs (warnings
-// and errors only) go to logw.
-func startStandalone(ctx context.Context, keep bool, logw io.Writer) (*inproc, error) {
-	dir, err := os.MkdirTemp("", "banyand-bench-")
-	if err != nil {
-		return nil, fmt.Errorf("standalone data directory: %w", err)
-	}
-	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn})).With("role", "standalone")
-	var sa roles.Standalone
-	sa.SetDefaults("127.0.0.1:0", dir)
-	comps, err := sa.Components(logger)
-	if err == nil {
-		err = sa.Validate()
-	}
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("standalone: %w", err)
-	}
-	g := run.NewGroup(run.Config{Name: "standalone", StopTimeout: 30 * time.Second}, logger, comps...)
-	if err := g.Validate(); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("standalone: %w", err)
-	}
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	p := &inproc{dir: dir, keep: keep, cancel: cancel, done: make(chan error, 1), logw: logw}
-	go func() { p.done <- g.Run(runCtx) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for p.addr = sa.ClientAddr(); p.addr == ""; p.addr = sa.ClientAddr() {
-		select {
-		case err := <-p.done:
-			p.done <- err
-			_ = p.stop()
-			return nil, fmt.Errorf("standalone exited while starting: %w", err)
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			_ = p.stop()
-			return nil, errors.New("standalone did not listen within 30s")
-		}
-	}
-	fmt.Fprintf(logw, "started an in-process standalone on %s, data in %s\n", p.addr, dir)
-	return p, nil
-}
-
-// stop stops the standalone and removes its data unless asked to keep it.
-func (p *inproc) stop() error {
-	p.cancel()
-	err := <-p.done
-	if errors.Is(err, context.Canceled) {
-		err = nil
-	}
-	if p.keep {
-		fmt.Fprintf(p.logw, "kept the standalone's data in %s\n", p.dir)
-	} else if rerr := os.RemoveAll(p.dir); rerr != nil {
-		err = errors.Join(err, rerr)
-	}
-	return err
 }

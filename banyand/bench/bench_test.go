@@ -76,6 +76,15 @@ func TestRunStandaloneFlag(t *testing.T) {
 	checkClean(t, rep, err, 1000)
 }
 
+// --cluster brings up etcd, two data nodes and a liaison in process; the
+// run is verified by querying, so the writes went through the publisher
+// to the data nodes and back.
+func TestRunClusterFlag(t *testing.T) {
+	cfg := parseConfig(t, "--cluster", "--count", "2000", "--entities", "50", "--shards", "4")
+	rep, err := Run(runCtx(t), cfg, nil, testWriter{t})
+	checkClean(t, rep, err, 2000)
+}
+
 func TestRunDurationBounded(t *testing.T) {
 	addr := startTestStandalone(t)
 	cfg := parseConfig(t, "--target", addr, "--duration", "300ms", "--rate", "2000", "--verify")
@@ -95,11 +104,14 @@ func TestValidate(t *testing.T) {
 	}{
 		{[]string{"--standalone"}, ""},
 		{[]string{"--target", "db:17912", "--kind", "measure", "--duration", "10s", "--rate", "500"}, ""},
-		{nil, "give --target host:port or --standalone"},
+		{nil, "give --target host:port, --standalone or --cluster"},
 		{[]string{"--standalone", "--target", "a:1"}, "exclusive"},
+		{[]string{"--cluster", "--target", "a:1"}, "exclusive"},
+		{[]string{"--cluster", "--standalone"}, "exclusive"},
+		{[]string{"--cluster", "--keep-data"}, ""},
 		{[]string{"--target", "nohost"}, "want host:port"},
 		{[]string{"--target", "h:0"}, "port must be"},
-		{[]string{"--target", "h:1", "--keep-data"}, "--keep-data needs --standalone"},
+		{[]string{"--target", "h:1", "--keep-data"}, "--keep-data needs --standalone or --cluster"},
 		{[]string{"--standalone", "--kind", "trace"}, `--kind "trace"`},
 		{[]string{"--standalone", "--shards", "0"}, "--shards 0"},
 		{[]string{"--standalone", "--entities", "0"}, "--entities 0"},

@@ -51,7 +51,10 @@ type Config struct {
 	// Standalone starts an in-process standalone on 127.0.0.1:0 with its
 	// data in a temporary directory (removed at exit unless KeepData).
 	Standalone bool
-	KeepData   bool
+	// Cluster starts an in-process cluster instead: an embedded etcd, two
+	// data nodes and a liaison, all on 127.0.0.1 (see startCluster).
+	Cluster  bool
+	KeepData bool
 
 	Kind         string
 	Group        string
@@ -84,7 +87,8 @@ type Config struct {
 func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Target, "target", "", "host:port of a running liaison or standalone (exclusive with --standalone)")
 	fs.BoolVar(&c.Standalone, "standalone", false, "start an in-process standalone on 127.0.0.1:0 with data in a temporary directory and load it")
-	fs.BoolVar(&c.KeepData, "keep-data", false, "with --standalone: keep the temporary data directory at exit (its path is printed)")
+	fs.BoolVar(&c.Cluster, "cluster", false, "start an in-process cluster (embedded etcd, 2 data nodes, 1 liaison) on 127.0.0.1 with data in a temporary directory and load it")
+	fs.BoolVar(&c.KeepData, "keep-data", false, "with --standalone or --cluster: keep the temporary data directory at exit (its path is printed)")
 	fs.StringVar(&c.Kind, "kind", KindStream, "what to write: stream or measure")
 	fs.StringVar(&c.Group, "group", "", "group to write to (created with --shards if missing; default bench_<kind>)")
 	fs.StringVar(&c.Name, "name", "", "stream or measure to write to (created if missing; default bench_<kind>)")
@@ -111,11 +115,12 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	inProcess := c.Standalone || c.Cluster
 	switch {
-	case c.Standalone && c.Target != "":
-		bad("--target and --standalone are exclusive: give one")
-	case !c.Standalone && c.Target == "":
-		bad("give --target host:port or --standalone")
+	case c.Standalone && c.Cluster, inProcess && c.Target != "":
+		bad("--target, --standalone and --cluster are exclusive: give one")
+	case !inProcess && c.Target == "":
+		bad("give --target host:port, --standalone or --cluster")
 	case c.Target != "":
 		if _, port, err := net.SplitHostPort(c.Target); err != nil {
 			bad("--target %q: want host:port", c.Target)
@@ -123,8 +128,8 @@ func (c *Config) Validate() error {
 			bad("--target %q: port must be 1..65535", c.Target)
 		}
 	}
-	if c.KeepData && !c.Standalone {
-		bad("--keep-data needs --standalone")
+	if c.KeepData && !inProcess {
+		bad("--keep-data needs --standalone or --cluster")
 	}
 	if c.Kind != KindStream && c.Kind != KindMeasure {
 		bad("--kind %q: want stream or measure", c.Kind)

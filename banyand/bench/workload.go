@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
@@ -40,6 +39,8 @@ type messages struct {
 	// writers do not spend the client's CPU share rebuilding them; nil
 	// when there are too many entities to keep.
 	tags [][]*modelv1.TagValue
+	// enc is what the requests share, encoded (see wire.go).
+	enc encoded
 }
 
 // maxCachedEntities bounds the entity tag cache (about 200 bytes each).
@@ -54,22 +55,6 @@ func (m *messages) cacheEntityTags() {
 	for e := range m.tags {
 		m.tags[e] = m.entityTags(int64(e))
 	}
-}
-
-// writeTags returns entity e's tags for a write; the result is shared
-// and must not be modified.
-func (m *messages) writeTags(e int64) []*modelv1.TagValue {
-	if m.tags != nil {
-		return m.tags[e]
-	}
-	return m.entityTags(e)
-}
-
-// setTimestamp sets ts to message seq's timestamp (reusing ts, which the
-// writers own).
-func (m *messages) setTimestamp(ts *timestamppb.Timestamp, seq int64) {
-	ms := m.millis(seq)
-	ts.Seconds, ts.Nanos = ms/1000, int32(ms%1000)*1e6
 }
 
 func (m *messages) entity(seq int64) int64 { return seq % m.entities }
@@ -163,40 +148,28 @@ func (w *streamWorkload) openWrite(ctx context.Context) (writeClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	// One request and element reused per stream: Send has encoded the
-	// message when it returns, and only the send loop touches them.
-	el := &streamv1.ElementValue{Timestamp: &timestamppb.Timestamp{}, TagFamilies: []*modelv1.TagFamilyForWrite{
-		{}, {Tags: []*modelv1.TagValue{{Value: &modelv1.TagValue_BinaryData{BinaryData: w.msgs.payload}}}},
-	}}
-	return &streamWriter{msgs: w.msgs, ws: ws, req: &streamv1.WriteRequest{Element: el}}, nil
+	return &wireWriter{ws: ws, encode: w.msgs.streamRequest}, nil
 }
 
-type streamWriter struct {
-	msgs *messages
-	ws   streamv1.StreamService_WriteClient
-	req  *streamv1.WriteRequest
+// wireWriter sends requests encoded by encode and reads the responses at
+// the wire level (see wire.go).
+type wireWriter struct {
+	ws     grpc.ClientStream
+	encode func(id uint64, seq int64, withMetadata bool) []byte
 }
 
-func (s *streamWriter) send(id uint64, seq int64) (int, error) {
-	s.req.Metadata = nil
-	if id == 1 {
-		s.req.Metadata = s.msgs.md
-	}
-	s.req.MessageId = id
-	el := s.req.Element
-	el.ElementId = s.msgs.elementID(seq)
-	s.msgs.setTimestamp(el.Timestamp, seq)
-	el.TagFamilies[0].Tags = s.msgs.writeTags(s.msgs.entity(seq))
-	n := proto.Size(s.req)
-	return n, s.ws.Send(s.req)
+func (s *wireWriter) send(id uint64, seq int64) (int, error) {
+	b := s.encode(id, seq, id == 1)
+	return len(b), s.ws.SendMsg(&wireRequest{b: b})
 }
 
-func (s *streamWriter) recv() (uint64, string, error) {
-	r, err := s.ws.Recv()
-	return r.GetMessageId(), r.GetStatus(), err
+func (s *wireWriter) recv() (uint64, string, error) {
+	var r wireResponse
+	err := s.ws.RecvMsg(&r)
+	return r.id, r.status, err
 }
 
-func (s *streamWriter) closeSend() error { return s.ws.CloseSend() }
+func (s *wireWriter) closeSend() error { return s.ws.CloseSend() }
 
 func (w *streamWorkload) queryPage(ctx context.Context, q pageQuery) ([]int64, int, error) {
 	resp, err := w.client.Query(ctx, &streamv1.QueryRequest{
@@ -240,45 +213,8 @@ func (w *measureWorkload) openWrite(ctx context.Context) (writeClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	dp := &measurev1.DataPointValue{
-		Timestamp: &timestamppb.Timestamp{},
-		TagFamilies: []*modelv1.TagFamilyForWrite{
-			{}, {Tags: []*modelv1.TagValue{{Value: &modelv1.TagValue_BinaryData{BinaryData: w.msgs.payload}}}},
-		},
-		Fields: []*modelv1.FieldValue{
-			{Value: &modelv1.FieldValue_Int{Int: &modelv1.Int{}}},
-			{Value: &modelv1.FieldValue_Float{Float: &modelv1.Float{Value: w.msgs.nonce}}},
-		},
-	}
-	return &measureWriter{msgs: w.msgs, ws: ws, req: &measurev1.WriteRequest{DataPoint: dp}}, nil
+	return &wireWriter{ws: ws, encode: w.msgs.measureRequest}, nil
 }
-
-type measureWriter struct {
-	msgs *messages
-	ws   measurev1.MeasureService_WriteClient
-	req  *measurev1.WriteRequest
-}
-
-func (s *measureWriter) send(id uint64, seq int64) (int, error) {
-	s.req.Metadata = nil
-	if id == 1 {
-		s.req.Metadata = s.msgs.md
-	}
-	s.req.MessageId = id
-	dp := s.req.DataPoint
-	s.msgs.setTimestamp(dp.Timestamp, seq)
-	dp.TagFamilies[0].Tags = s.msgs.writeTags(s.msgs.entity(seq))
-	dp.Fields[0].GetInt().Value = seq
-	n := proto.Size(s.req)
-	return n, s.ws.Send(s.req)
-}
-
-func (s *measureWriter) recv() (uint64, string, error) {
-	r, err := s.ws.Recv()
-	return r.GetMessageId(), r.GetStatus(), err
-}
-
-func (s *measureWriter) closeSend() error { return s.ws.CloseSend() }
 
 func (w *measureWorkload) queryPage(ctx context.Context, q pageQuery) ([]int64, int, error) {
 	resp, err := w.client.Query(ctx, &measurev1.QueryRequest{

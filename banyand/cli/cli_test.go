@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 )
 
 func execute(t *testing.T, env map[string]string, args ...string) (string, error) {
@@ -56,5 +57,27 @@ func TestVersion(t *testing.T) {
 	out, err := execute(t, nil, "version")
 	if err != nil || !strings.HasPrefix(out, "banyand ") {
 		t.Fatalf("version: %q %v", out, err)
+	}
+}
+
+// The role logger is JSON on request and rate-limits repeated warnings.
+func TestLoggerFormatAndRateLimit(t *testing.T) {
+	cfg := logConfig{level: "info", format: "json", rateBurst: 2, rateEvery: time.Minute}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	logger := cfg.newLogger(&buf)
+	for i := range 5 {
+		logger.Warn("write failed", "group", "g", "message_id", i)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], `{"time":`) || !strings.Contains(lines[1], `"message_id":1`) {
+		t.Fatalf("want 2 JSON lines, got %q", lines)
+	}
+	bad := logConfig{level: "info", format: "xml", rateBurst: -1, rateEvery: time.Minute}
+	err := bad.Validate()
+	if err == nil || !strings.Contains(err.Error(), "--log-format") || !strings.Contains(err.Error(), "--log-rate-burst") {
+		t.Fatalf("Validate: %v, want errors naming --log-format and --log-rate-burst", err)
 	}
 }

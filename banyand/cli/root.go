@@ -12,10 +12,12 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/banyand-io/banyand/pkg/logging"
 	"github.com/banyand-io/banyand/pkg/run"
 )
 
@@ -135,13 +137,25 @@ func versionString() string {
 
 // logConfig is the logging flags every role shares.
 type logConfig struct {
-	level  string
-	format string
+	level     string
+	format    string
+	rateBurst int
+	rateEvery time.Duration
 }
+
+// Defaults of the log rate limit: a flood of one warning or error (say, a
+// client sending bad writes in a loop) costs ten lines a minute and one
+// summary, not a full disk.
+const (
+	defaultLogRateBurst    = 10
+	defaultLogRateInterval = time.Minute
+)
 
 func (c *logConfig) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.level, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.format, "log-format", "text", "log format: text or json")
+	fs.IntVar(&c.rateBurst, "log-rate-burst", defaultLogRateBurst, "warnings and errors with the same message written per --log-rate-interval; the rest are counted in one summary line (0 = no limit)")
+	fs.DurationVar(&c.rateEvery, "log-rate-interval", defaultLogRateInterval, "window of --log-rate-burst")
 }
 
 func (c *logConfig) Validate() error {
@@ -149,18 +163,28 @@ func (c *logConfig) Validate() error {
 	if err := lv.UnmarshalText([]byte(c.level)); err != nil {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", c.level)
 	}
+	var errs []error
 	if c.format != "text" && c.format != "json" {
-		return fmt.Errorf("--log-format %q: want text or json", c.format)
+		errs = append(errs, fmt.Errorf("--log-format %q: want text or json", c.format))
 	}
-	return nil
+	if c.rateBurst < 0 {
+		errs = append(errs, fmt.Errorf("--log-rate-burst %d: must not be negative", c.rateBurst))
+	}
+	if c.rateBurst > 0 && c.rateEvery <= 0 {
+		errs = append(errs, fmt.Errorf("--log-rate-interval %s: must be positive", c.rateEvery))
+	}
+	return errors.Join(errs...)
 }
 
 func (c *logConfig) newLogger(w io.Writer) *slog.Logger {
 	var lv slog.Level
 	_ = lv.UnmarshalText([]byte(strings.ToLower(c.level)))
 	opts := &slog.HandlerOptions{Level: lv}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if c.format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(logging.NewRateLimited(h, logging.RateLimitConfig{
+		Burst: c.rateBurst, Interval: c.rateEvery, MinLevel: slog.LevelWarn,
+	}))
 }

@@ -44,7 +44,7 @@ func referenceStream(cache *SchemaCache, primer *commonv1.Metadata, raw []byte) 
 	}
 	ref := reference{messageID: req.GetMessageId()}
 	tracker := metadataTracker{current: primer}
-	md, _ := tracker.resolve(req.GetMetadata())
+	md, _ := tracker.resolve(req.GetMetadata(), nil)
 	l := cache.snapshot().streams[nameKey{md.GetGroup(), md.GetName()}]
 	switch {
 	case l == nil:
@@ -78,7 +78,7 @@ func referenceMeasure(cache *SchemaCache, primer *commonv1.Metadata, raw []byte)
 	}
 	ref := reference{messageID: req.GetMessageId()}
 	tracker := metadataTracker{current: primer}
-	md, _ := tracker.resolve(req.GetMetadata())
+	md, _ := tracker.resolve(req.GetMetadata(), nil)
 	l := cache.snapshot().measures[nameKey{md.GetGroup(), md.GetName()}]
 	switch {
 	case l == nil:

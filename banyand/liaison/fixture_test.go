@@ -10,6 +10,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -225,16 +227,25 @@ func (p fakePublisher) Publish(_ context.Context, topic queue.Topic, msg queue.M
 func (fakePublisher) Close() error { return nil }
 
 // fakeStream is a Write stream: RecvMsg decodes the queued wire messages
-// as grpc's proto codec would, Send records the answers. Only the
-// methods the write path calls are implemented.
+// with the codec as grpc would (ServerCodec unless codec is set), SendMsg
+// encodes each answer with it and records it decoded. Only the methods the
+// write path calls are implemented.
 type fakeStream[Req, Resp any] struct {
 	grpc.ServerStream
-	ctx context.Context
-	in  [][]byte
-	out []*Resp
+	ctx   context.Context
+	codec encoding.CodecV2
+	in    [][]byte
+	out   []*Resp
 }
 
 func (s *fakeStream[Req, Resp]) Context() context.Context { return s.ctx }
+
+func (s *fakeStream[Req, Resp]) c() encoding.CodecV2 {
+	if s.codec == nil {
+		return ServerCodec()
+	}
+	return s.codec
+}
 
 func (s *fakeStream[Req, Resp]) RecvMsg(m any) error {
 	if len(s.in) == 0 {
@@ -242,21 +253,31 @@ func (s *fakeStream[Req, Resp]) RecvMsg(m any) error {
 	}
 	raw := s.in[0]
 	s.in = s.in[1:]
-	if err := proto.Unmarshal(raw, m.(proto.Message)); err != nil {
+	if err := s.c().Unmarshal(mem.BufferSlice{mem.SliceBuffer(raw)}, m); err != nil {
 		// What grpc's RecvMsg returns when the codec fails.
 		return status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
 	}
 	return nil
 }
 
+func (s *fakeStream[Req, Resp]) Send(r *Resp) error { return s.SendMsg(r) }
+
+func (s *fakeStream[Req, Resp]) SendMsg(m any) error {
+	data, err := s.c().Marshal(m)
+	if err != nil {
+		return err
+	}
+	r := new(Resp)
+	if err := proto.Unmarshal(data.Materialize(), any(r).(proto.Message)); err != nil {
+		return err
+	}
+	s.out = append(s.out, r)
+	return nil
+}
+
 func (s *fakeStream[Req, Resp]) Recv() (*Req, error) {
 	m := new(Req)
 	return m, s.RecvMsg(m)
-}
-
-func (s *fakeStream[Req, Resp]) Send(r *Resp) error {
-	s.out = append(s.out, r)
-	return nil
 }
 
 // writeResult is what one Write call did.

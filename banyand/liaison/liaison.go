@@ -51,8 +51,9 @@ func NewServices(cfg WriteConfig, deps Deps) *Services {
 	}
 }
 
-// Register adds both services to s.
+// Register adds both services to s; a request that does not decode is
+// answered InvalidArgument (see decodeAsClientError).
 func (s *Services) Register(srv *grpc.Server) {
-	streamv1.RegisterStreamServiceServer(srv, s.Stream)
-	measurev1.RegisterMeasureServiceServer(srv, s.Measure)
+	srv.RegisterService(decodeAsClientError(&streamv1.StreamService_ServiceDesc), s.Stream)
+	srv.RegisterService(decodeAsClientError(&measurev1.MeasureService_ServiceDesc), s.Measure)
 }

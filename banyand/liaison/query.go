@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
@@ -38,10 +39,22 @@ func checkQuery(groups []string, name string, tr *modelv1.TimeRange, criteria *m
 		return status.Error(codes.InvalidArgument, "name is required")
 	case tr.GetBegin() == nil || tr.GetEnd() == nil:
 		return status.Error(codes.InvalidArgument, "time_range: begin and end are required")
+	case !inTimeRange(tr.GetBegin()) || !inTimeRange(tr.GetEnd()):
+		// Beyond these a time's UnixNano overflows: the query would
+		// silently read another range.
+		return status.Errorf(codes.InvalidArgument, "time_range: begin and end must be valid timestamps within %s..%s", minTime, maxTime)
 	case !tr.GetBegin().AsTime().Before(tr.GetEnd().AsTime()):
 		return status.Error(codes.InvalidArgument, "time_range: begin must be before end")
 	}
 	return checkCriteria(criteria, 0)
+}
+
+func inTimeRange(ts *timestamppb.Timestamp) bool {
+	if ts.CheckValid() != nil {
+		return false
+	}
+	t := ts.AsTime()
+	return !t.Before(minTime) && !t.After(maxTime)
 }
 
 // scatter sends payload to every node holding group and returns their

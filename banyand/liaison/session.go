@@ -16,8 +16,11 @@ import (
 type pendingWrite struct {
 	messageID uint64
 	metadata  *commonv1.Metadata
-	future    queue.Future
-	err       *writeError
+	// metadataRaw is metadata's encoding as received, when the fast path
+	// read it; the response echoes it without encoding it again.
+	metadataRaw []byte
+	future      queue.Future
+	err         *writeError
 }
 
 // maxPendingPerStream bounds how many messages of one client stream may be
@@ -31,6 +34,7 @@ const maxPendingPerStream = 8192
 // every message in arrival order once its fate is known.
 type writeSession[Req any] struct {
 	logger  *slog.Logger
+	kind    string // "stream" or "measure", for logs
 	recv    func() (Req, error)
 	send    func(p pendingWrite, status modelv1.Status) error
 	handle  func(ctx context.Context, req Req, pub queue.BatchPublisher) pendingWrite
@@ -84,18 +88,34 @@ func (s *writeSession[Req]) answer(ctx context.Context, pending <-chan pendingWr
 		switch {
 		case p.err != nil:
 			status = p.err.status
+			if status != modelv1.Status_STATUS_SUCCEED {
+				// The client's mistake, answered with a status: not worth a
+				// line per message unless asked for.
+				s.logger.Debug("write rejected", s.fields(p, status, "reason", p.err.reason)...)
+			}
 		case p.future != nil:
 			if err := p.future.Get(ctx); err != nil {
 				status = statusOf(err)
-				s.logger.Debug("write failed", "message_id", p.messageID, "error", err)
+				// Internal failures are the operator's business; the
+				// role's handler rate-limits them per message.
+				level := slog.LevelWarn
+				if status != modelv1.Status_STATUS_INTERNAL_ERROR || ctx.Err() != nil {
+					level = slog.LevelDebug
+				}
+				s.logger.Log(ctx, level, "write failed", s.fields(p, status, "error", err)...)
 			}
-		}
-		if p.err != nil && p.err.status != modelv1.Status_STATUS_SUCCEED {
-			s.logger.Debug("write rejected", "message_id", p.messageID, "status", p.err.status, "reason", p.err.reason)
 		}
 		sendErr = s.send(p, status)
 	}
 	return sendErr
+}
+
+// fields are a write's request-scoped log attributes, then extra.
+func (s *writeSession[Req]) fields(p pendingWrite, st modelv1.Status, extra ...any) []any {
+	return append([]any{
+		"kind", s.kind, "group", p.metadata.GetGroup(), "name", p.metadata.GetName(),
+		"message_id", p.messageID, "status", st.String(),
+	}, extra...)
 }
 
 // statusOf maps a publish failure to the status the client sees.

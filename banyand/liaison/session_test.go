@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 	"github.com/banyand-io/banyand/pkg/queue"
@@ -49,6 +52,7 @@ type sessionRun struct {
 	sendErr func(call int) error         // call is 1-based; nil: never fails
 	handle  func(id uint64) pendingWrite // nil: acked at once
 	ctx     context.Context              // nil: Background
+	logger  *slog.Logger                 // nil: discarded
 	pub     countingPublisher
 	recvs   atomic.Int32
 	mu      sync.Mutex
@@ -59,8 +63,13 @@ type sessionRun struct {
 func (r *sessionRun) run(t *testing.T) error {
 	t.Helper()
 	next := 0
+	logger := r.logger
+	if logger == nil {
+		logger = discardLogger
+	}
 	s := writeSession[uint64]{
-		logger: discardLogger,
+		logger: logger,
+		kind:   "stream",
 		recv: func() (uint64, error) {
 			r.recvs.Add(1)
 			if next == r.n {
@@ -320,3 +329,49 @@ func TestWritePublishFails(t *testing.T) {
 		}
 	}
 }
+
+// Rejected and failed writes are logged with the write's group, name, kind
+// and status; only internal failures at Warn, which the role's handler
+// rate-limits, so a client sending bad writes cannot flood the log.
+func TestSessionLogsWritesWithRequestFields(t *testing.T) {
+	var buf strings.Builder
+	var mu sync.Mutex
+	w := writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	})
+	md := &commonv1.Metadata{Group: "sw_stream", Name: "sw"}
+	r := &sessionRun{n: 3, logger: slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		handle: func(id uint64) pendingWrite {
+			switch id {
+			case 1:
+				return pendingWrite{messageID: id, metadata: md, err: notFound("stream", md)}
+			case 2:
+				return pendingWrite{messageID: id, metadata: md, future: funcFuture(func(context.Context) error { return errors.New("data node gone") })}
+			default:
+				return pendingWrite{messageID: id, metadata: md, future: funcFuture(func(context.Context) error {
+					return fmt.Errorf("bad payload: %w", queue.ErrInvalidMessage)
+				})}
+			}
+		}}
+	if err := r.run(t); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	out := buf.String()
+	mu.Unlock()
+	for _, want := range []string{
+		`level=DEBUG msg="write rejected" kind=stream group=sw_stream name=sw message_id=1 status=STATUS_NOT_FOUND reason=`,
+		`level=WARN msg="write failed" kind=stream group=sw_stream name=sw message_id=2 status=STATUS_INTERNAL_ERROR error="data node gone"`,
+		`level=DEBUG msg="write failed" kind=stream group=sw_stream name=sw message_id=3 status=STATUS_INVALID_ARGUMENT`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %s\nlog:\n%s", want, out)
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -1,7 +1,9 @@
 package liaison
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"log/slog"
 	"time"
@@ -11,7 +13,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/emptypb"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
@@ -42,12 +43,17 @@ type writer struct {
 }
 
 // metadataTracker remembers a stream's metadata: BanyanDB clients send it
-// on the first message and may omit it afterwards.
-type metadataTracker struct{ current *commonv1.Metadata }
+// on the first message and may omit it afterwards. currentRaw is its wire
+// encoding when the fast path read it (nil otherwise), echoed as is in
+// the responses.
+type metadataTracker struct {
+	current    *commonv1.Metadata
+	currentRaw []byte
+}
 
-func (m *metadataTracker) resolve(md *commonv1.Metadata) (*commonv1.Metadata, *writeError) {
+func (m *metadataTracker) resolve(md *commonv1.Metadata, raw []byte) (*commonv1.Metadata, *writeError) {
 	if md != nil {
-		m.current = md
+		m.current, m.currentRaw = md, raw
 	}
 	if m.current == nil {
 		return nil, &writeError{status: modelv1.Status_STATUS_METADATA_REQUIRED, reason: "the first message of a write stream must carry metadata"}
@@ -73,27 +79,48 @@ type received[T proto.Message] struct {
 	req  T
 }
 
-// recvWrite receives the next request keeping its wire bytes. It reads into
-// an Empty, whose every field is unknown, so the codec keeps the bytes as
-// they came (one copy, no parsing). parse then reads them into w (reused:
-// the result is only valid until the next call); a request it leaves to the
-// slow path is decoded as the stream's typed Recv would, with its error.
-func recvWrite[T proto.Message](srv grpc.ServerStream, w *wireWrite, parse func([]byte, *wireWrite) bool, req T) (received[T], error) {
-	var raw emptypb.Empty
-	if err := srv.RecvMsg(&raw); err != nil {
+// metadataCache keeps the last Metadata decoded on the fast path: a client
+// stream repeats the same one in every request, so it is decoded once.
+// The cached message is shared by every write that uses it and never
+// modified.
+type metadataCache struct {
+	raw []byte
+	md  *commonv1.Metadata
+}
+
+func (c *metadataCache) decode(raw []byte) (*commonv1.Metadata, bool) {
+	if c.md != nil && bytes.Equal(raw, c.raw) {
+		return c.md, true
+	}
+	md := new(commonv1.Metadata)
+	if proto.Unmarshal(raw, md) != nil {
+		return nil, false
+	}
+	c.raw, c.md = bytes.Clone(raw), md
+	return md, true
+}
+
+// recvWrite receives the next request keeping its wire bytes (see
+// wireRequest). parse then reads them into w (reused: the result is only
+// valid until the next call); a request it leaves to the slow path is
+// decoded into newReq() as the stream's typed Recv would, with its error.
+func recvWrite[T proto.Message](srv grpc.ServerStream, w *wireWrite, mdc *metadataCache, parse func([]byte, *wireWrite) bool, newReq func() T) (received[T], error) {
+	var in wireRequest
+	if err := srv.RecvMsg(&in); err != nil {
 		return received[T]{}, err
 	}
-	b := raw.ProtoReflect().GetUnknown()
+	b := in.bytes()
 	if parse(b, w) {
-		in := received[T]{raw: b, wire: w}
+		r := received[T]{raw: b, wire: w}
 		if w.metadata == nil {
-			return in, nil
+			return r, nil
 		}
-		in.md = new(commonv1.Metadata)
-		if proto.Unmarshal(w.metadata, in.md) == nil {
-			return in, nil
+		if md, ok := mdc.decode(w.metadata); ok {
+			r.md = md
+			return r, nil
 		}
 	}
+	req := newReq()
 	if err := proto.Unmarshal(b, req); err != nil {
 		// What grpc's typed Recv answers for a message that does not decode.
 		return received[T]{}, status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
@@ -196,7 +223,7 @@ func (w *writer) publish(ctx context.Context, pub queue.BatchPublisher, topic qu
 	f, err := pub.Publish(ctx, topic, queue.Message{Group: group, Shard: shard, Payload: payload})
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
-			w.logger.Warn("publish failed", "group", group, "error", err)
+			w.logger.Warn("publish failed", "group", group, "topic", string(topic), "shard", shard, "error", err)
 		}
 		return nil, &writeError{status: modelv1.Status_STATUS_INTERNAL_ERROR, reason: err.Error()}
 	}
@@ -293,14 +320,16 @@ func (l *measureLayout) slow(req *measurev1.WriteRequest, keyBuf []byte) (proto.
 // or an error status.
 func serveWrites[Req writeRequest](w *writer, srv grpc.ServerStream, k *writeKind[Req], send func(pendingWrite, modelv1.Status) error) error {
 	var md metadataTracker
+	var mdc metadataCache
 	var keyBuf []byte
 	var wire wireWrite
 	recvCount := receivedCounter{src: w.counters, kind: k.name}
 	answerCount := answeredCounter{src: w.counters, kind: k.name}
 	sess := writeSession[received[Req]]{
 		logger: w.logger,
+		kind:   k.name,
 		recv: func() (received[Req], error) {
-			return recvWrite(srv, &wire, k.parse, k.newReq())
+			return recvWrite(srv, &wire, &mdc, k.parse, k.newReq)
 		},
 		publish: w.queue.NewBatchPublisher(w.cfg.AckTimeout),
 		send: func(p pendingWrite, st modelv1.Status) error {
@@ -314,18 +343,19 @@ func serveWrites[Req writeRequest](w *writer, srv grpc.ServerStream, k *writeKin
 			req := in.req
 			var p pendingWrite
 			var reqMD *commonv1.Metadata
+			var reqMDRaw []byte
 			if in.wire != nil {
-				p.messageID, reqMD = in.wire.messageID, in.md
+				p.messageID, reqMD, reqMDRaw = in.wire.messageID, in.md, in.wire.metadata
 			} else {
 				p.messageID, reqMD = req.GetMessageId(), req.GetMetadata()
 			}
-			m, werr := md.resolve(reqMD)
+			m, werr := md.resolve(reqMD, reqMDRaw)
 			recvCount.inc(m.GetGroup())
 			if werr != nil {
 				p.err = werr
 				return p
 			}
-			p.metadata = m
+			p.metadata, p.metadataRaw = m, md.currentRaw
 			kl := k.lookup(w.schema.snapshot(), nameKey{m.GetGroup(), m.GetName()})
 			if kl == nil {
 				p.err = notFound(k.name, m)
@@ -365,6 +395,24 @@ func serveWrites[Req writeRequest](w *writer, srv grpc.ServerStream, k *writeKin
 	return sess.run(srv.Context())
 }
 
+// sendWriteResponse answers one write on srv: a stream.v1 or measure.v1
+// WriteResponse (same fields), encoded by hand with the request's metadata
+// echoed as it came, when the fast path read it.
+func sendWriteResponse(srv grpc.ServerStream) func(pendingWrite, modelv1.Status) error {
+	return func(p pendingWrite, st modelv1.Status) error {
+		md := p.metadataRaw
+		if md == nil && p.metadata != nil {
+			var err error
+			if md, err = proto.Marshal(p.metadata); err != nil {
+				return status.Errorf(codes.Internal, "encode write response: %v", err)
+			}
+		}
+		name := st.String()
+		b := make([]byte, 0, 2*binary.MaxVarintLen64+len(name)+len(md))
+		return srv.SendMsg(newWireResponse(appendWriteResponse(b, p.messageID, name, md, p.metadata != nil)))
+	}
+}
+
 // StreamService serves banyandb.stream.v1.StreamService.
 type StreamService struct {
 	streamv1.UnimplementedStreamServiceServer
@@ -374,9 +422,7 @@ type StreamService struct {
 
 // Write implements the bidirectional write stream.
 func (s *StreamService) Write(srv streamv1.StreamService_WriteServer) error {
-	return serveWrites(&s.writer, srv, streamKind, func(p pendingWrite, st modelv1.Status) error {
-		return srv.Send(&streamv1.WriteResponse{MessageId: p.messageID, Status: st.String(), Metadata: p.metadata})
-	})
+	return serveWrites(&s.writer, srv, streamKind, sendWriteResponse(srv))
 }
 
 // MeasureService serves banyandb.measure.v1.MeasureService.
@@ -388,7 +434,5 @@ type MeasureService struct {
 
 // Write is StreamService.Write for data points.
 func (s *MeasureService) Write(srv measurev1.MeasureService_WriteServer) error {
-	return serveWrites(&s.writer, srv, measureKind, func(p pendingWrite, st modelv1.Status) error {
-		return srv.Send(&measurev1.WriteResponse{MessageId: p.messageID, Status: st.String(), Metadata: p.metadata})
-	})
+	return serveWrites(&s.writer, srv, measureKind, sendWriteResponse(srv))
 }

@@ -5,12 +5,10 @@ package roles
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"path/filepath"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
@@ -57,10 +55,11 @@ func (c *serverFlags) validate() error {
 	return errors.Join(errs...)
 }
 
-// clientServerOptions are the gRPC options of the client-facing server:
-// limits, metrics, then TLS and authentication.
-func (c *serverFlags) clientServerOptions(logger *slog.Logger, reg prometheus.Registerer) ([]grpc.ServerOption, error) {
-	opts := []grpc.ServerOption{
+// clientServerOptions are the gRPC options of the client-facing server.
+func (c *serverFlags) clientServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		// The write path receives and answers at the wire level.
+		grpc.ForceServerCodecV2(liaison.ServerCodec()),
 		grpc.MaxRecvMsgSize(c.MaxRecvMsgSize),
 		// Write streams are long-lived; keepalive lets dead clients go.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
@@ -68,12 +67,6 @@ func (c *serverFlags) clientServerOptions(logger *slog.Logger, reg prometheus.Re
 		grpc.InitialWindowSize(4 << 20),
 		grpc.InitialConnWindowSize(8 << 20),
 	}
-	opts = append(opts, grpcMetrics(reg)...)
-	sec, err := c.Security.serverOptions(logger, reg)
-	if err != nil {
-		return nil, err
-	}
-	return append(opts, sec...), nil
 }
 
 func checkAddr(flag, addr string) error {

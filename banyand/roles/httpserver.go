@@ -21,6 +21,7 @@ import (
 //	/healthz  200 while the process runs
 //	/readyz   200 once every component started, 503 before and while stopping
 //	/metrics  Prometheus metrics
+//	/, /status  the status page, on roles that have one
 //
 // It is the first component to start and the last to stop, so probes see the
 // whole life of the role; readiness is flipped by readyMarker.
@@ -29,16 +30,25 @@ type httpServer struct {
 	logger *slog.Logger
 	ready  atomic.Bool
 	reg    *prometheus.Registry
+	status http.Handler // nil: no status page
 
 	mu  sync.Mutex
 	lis net.Listener
 	srv *http.Server
 }
 
-func newHTTPServer(addr string, logger *slog.Logger) *httpServer {
+// newRoleRegistry is a role's metrics registry, with the Go runtime and
+// process collectors.
+func newRoleRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return &httpServer{addr: addr, logger: logger, reg: reg}
+	return reg
+}
+
+// newHTTPServer serves reg on /metrics and, if status is not nil, the
+// status page on / and /status.
+func newHTTPServer(addr string, logger *slog.Logger, reg *prometheus.Registry, status http.Handler) *httpServer {
+	return &httpServer{addr: addr, logger: logger, reg: reg, status: status}
 }
 
 func (h *httpServer) Name() string { return "http" }
@@ -61,6 +71,12 @@ func (h *httpServer) Start(context.Context) error {
 		_, _ = w.Write([]byte("ready\n"))
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(h.reg, promhttp.HandlerOpts{}))
+	endpoints := "/healthz /readyz /metrics"
+	if h.status != nil {
+		mux.Handle("GET /{$}", h.status)
+		mux.Handle("GET /status", h.status)
+		endpoints += " /status"
+	}
 	h.mu.Lock()
 	h.lis = lis
 	h.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -70,7 +86,7 @@ func (h *httpServer) Start(context.Context) error {
 			h.logger.Error("http server failed", "error", err)
 		}
 	}()
-	h.logger.Info("HTTP server listening", "addr", lis.Addr().String(), "endpoints", "/healthz /readyz /metrics")
+	h.logger.Info("HTTP server listening", "addr", lis.Addr().String(), "endpoints", endpoints)
 	return nil
 }
 

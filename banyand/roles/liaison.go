@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
@@ -42,7 +43,7 @@ type Liaison struct {
 // RegisterFlags implements cli.Role.
 func (l *Liaison) RegisterFlags(fs *pflag.FlagSet) {
 	l.server.register(fs, DefaultClientAddr)
-	fs.StringVar(&l.HTTPAddr, "http-addr", DefaultLiaisonHTTPAddr, "host:port for /metrics, /healthz and /readyz; empty disables")
+	fs.StringVar(&l.HTTPAddr, "http-addr", DefaultLiaisonHTTPAddr, "host:port for the status page, /metrics, /healthz and /readyz; empty disables")
 	fs.StringVar(&l.NodeName, "node-name", "", "this liaison's name in logs and in the data nodes' view (default: derived from --grpc-addr)")
 	l.Etcd.RegisterFlags(fs)
 	l.Queue.RegisterFlags(fs)
@@ -76,7 +77,7 @@ func (l *Liaison) HTTPBoundAddr() string { return httpAddrOf(l.http) }
 
 // Components implements cli.Role.
 func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
-	cli, err := etcd.NewClient(l.Etcd, logger.With("component", "etcd-client"))
+	cli, err := etcd.NewClientWithLogger(l.Etcd, logger.With("component", "etcd-client"))
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +85,8 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 	if name == "" {
 		name = "liaison-" + sanitizeName(l.server.GRPCAddr)
 	}
+	// Every line of this liaison names it, so logs of several merge.
+	logger = logger.With("node", name)
 	nodeCfg := etcd.NodeConfig{Namespace: l.Etcd.Namespace}
 	nodeWatcher, err := etcd.NewNodeWatcher(nodeCfg, cli, logger.With("component", "node-watch"))
 	if err != nil {
@@ -93,39 +96,48 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 	router := route.NewRouter()
 	placement := liaison.NewPlacement(logger.With("component", "placement"), router)
 	cache := liaison.NewSchemaCache(logger.With("component", "schema"), placement.SetGroups)
-	l.http = newHTTPServer(l.HTTPAddr, logger)
-	reg := l.http.reg
 	qcfg := l.Queue
 	qcfg.NodeName = name
-	if qcfg.TLS, err = l.ClusterTLS.config(logger, reg); err != nil {
+	sec := newSecurityMetrics(true)
+	if qcfg.TLS, err = l.ClusterTLS.config(logger, sec); err != nil {
 		_ = cli.Close()
 		return nil, err
 	}
 	publisher := pub.New(qcfg, pub.Deps{Placement: router, Logger: logger.With("component", "publisher")})
-	services := liaison.NewServices(liaison.WriteConfig{AckTimeout: l.server.AckTimeout}, liaison.Deps{
-		Logger: logger.With("component", "liaison"), Schema: cache, Queue: publisher, Counters: newWriteCounters(reg),
+	reg := newRoleRegistry()
+	metrics := registerLiaisonMetrics(reg, liaisonSources{
+		pubStats: publisher.Stats, maxBytes: qcfg.MaxBytesPerNode, schema: store, cache: cache, nodeWatch: nodeWatcher.Stats, security: sec,
 	})
-	reg.MustRegister(newPublisherCollector(publisher, qcfg.MaxBytesPerNode))
-	registerSchemaMetrics(reg, store, cache)
-	counterFunc(reg, "banyand_registry_node_watch_skipped_total", "Node registry entries skipped as invalid, each time read.",
-		func() int64 { return nodeWatcher.Stats().Skipped })
-	counterFunc(reg, "banyand_registry_node_watch_relists_total", "Node watch re-lists after the first list.",
-		func() int64 { return nodeWatcher.Stats().Relists })
+	services := liaison.NewServices(liaison.WriteConfig{AckTimeout: l.server.AckTimeout}, liaison.Deps{
+		Logger: logger.With("component", "liaison"), Schema: cache, Queue: publisher, Counters: metrics.writes,
+	})
+	watch := newNodeWatch(nodeWatcher, placement, logger)
 	meta := metadata.New(liaison.ReadYourWrites(store, cache))
-	opts, err := l.server.clientServerOptions(logger, reg)
+	opts := append(l.server.clientServerOptions(), grpcServerOptions(metrics.grpc)...)
+	secOpts, err := l.server.Security.serverOptions(logger, sec)
 	if err != nil {
 		_ = cli.Close()
 		return nil, err
 	}
+	opts = append(opts, secOpts...)
 	l.grpc = newGRPCServer("client-grpc", l.server.GRPCAddr, logger, opts, func(s *grpc.Server) {
 		meta.Register(s)
 		services.Register(s)
 	})
+	status := newStatusPage(statusSources{
+		self:     func() statusNode { return l.selfNode(name) },
+		nodes:    watch.Nodes,
+		pubStats: publisher.Stats,
+		table:    router.Current,
+		writes:   reg,
+	})
+	l.http = newHTTPServer(l.HTTPAddr, logger, reg, status)
 	return []run.Component{
 		l.http,
+		status,
 		etcdClientComponent(l.Etcd, cli.Close),
 		&schemaWatch{watcher: store, cache: cache, logger: logger},
-		newNodeWatch(nodeWatcher, placement, logger),
+		watch,
 		&funcComponent{name: "publisher", stop: publisher.Close},
 		l.grpc,
 		readyMarker{l.http},
@@ -139,6 +151,10 @@ type nodeWatch struct {
 	watcher   node.Watcher
 	placement *liaison.Placement
 	logger    *slog.Logger
+
+	// nodes is the last snapshot of every registered node, for the status
+	// page; the watch callback swaps it.
+	nodes atomic.Pointer[[]*databasev1.Node]
 
 	first  chan struct{}
 	cancel context.CancelFunc
@@ -160,6 +176,8 @@ func (w *nodeWatch) Start(ctx context.Context) error {
 	go func() {
 		defer close(w.done)
 		w.err = w.watcher.Watch(wctx, func(u node.Update) {
+			all := slices.Clone(u.Nodes)
+			w.nodes.Store(&all)
 			nodes := dataNodes(u.Nodes)
 			w.placement.SetNodes(nodes)
 			for _, ev := range u.Events {
@@ -184,6 +202,15 @@ func (w *nodeWatch) Start(ctx context.Context) error {
 	}
 }
 
+// Nodes is the last snapshot of the registered nodes (any role); nil
+// before the first.
+func (w *nodeWatch) Nodes() []*databasev1.Node {
+	if p := w.nodes.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 func (w *nodeWatch) Stop(ctx context.Context) error {
 	w.cancel()
 	select {
@@ -191,6 +218,14 @@ func (w *nodeWatch) Stop(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// selfNode is this liaison as the status page lists it.
+func (l *Liaison) selfNode(name string) statusNode {
+	return statusNode{
+		Name: name, Roles: "liaison", GRPCAddr: l.ClientAddr(), HTTPAddr: l.HTTPBoundAddr(),
+		Health: readiness(l.http), Self: true,
 	}
 }
 

@@ -13,10 +13,76 @@ import (
 	"github.com/banyand-io/banyand/pkg/queue"
 	"github.com/banyand-io/banyand/pkg/queue/pub"
 	"github.com/banyand-io/banyand/pkg/queue/sub"
+	"github.com/banyand-io/banyand/pkg/registry/etcd"
 )
 
 // The metrics of the roles, all registered on the role's own registry (the
-// one its /metrics serves). docs/operation/README.md lists them.
+// one its /metrics serves) by one function per role, which MetricCatalog
+// also calls: docs/operation/metrics.md is generated from it.
+
+// liaisonSources are what a liaison's metrics read.
+type liaisonSources struct {
+	pubStats  func() pub.Stats
+	maxBytes  int64
+	schema    schemaStore
+	cache     *liaison.SchemaCache
+	nodeWatch func() etcd.NodeWatcherStats
+	security  *securityMetrics
+}
+
+// roleMetrics are the registered metrics a role's components update.
+type roleMetrics struct {
+	writes    *writeCounters   // nil on storage
+	listeners *listenerMetrics // nil on liaison
+	grpc      *grpcprom.ServerMetrics
+}
+
+func registerLiaisonMetrics(reg prometheus.Registerer, src liaisonSources) roleMetrics {
+	m := roleMetrics{writes: newWriteCounters(reg), grpc: newGRPCMetrics(reg)}
+	reg.MustRegister(newPublisherCollector(src.pubStats, src.maxBytes))
+	registerSchemaMetrics(reg, src.schema, src.cache)
+	counterFunc(reg, "banyand_registry_node_watch_skipped_total", "Node registry entries skipped as invalid, each time read.",
+		func() int64 { return src.nodeWatch().Skipped })
+	counterFunc(reg, "banyand_registry_node_watch_relists_total", "Node watch re-lists after the first list.",
+		func() int64 { return src.nodeWatch().Relists })
+	reg.MustRegister(src.security)
+	return m
+}
+
+// storageSources are what a data node's metrics read.
+type storageSources struct {
+	schema    schemaStore
+	cache     *liaison.SchemaCache
+	registrar func() etcd.NodeRegistrarStats
+	security  *securityMetrics
+}
+
+func registerStorageMetrics(reg prometheus.Registerer, src storageSources) roleMetrics {
+	registerSchemaMetrics(reg, src.schema, src.cache)
+	counterFunc(reg, "banyand_registry_node_registrations_total", "Writes of this node's registration key, re-registrations included.",
+		func() int64 { return src.registrar().Registrations })
+	counterFunc(reg, "banyand_registry_node_renewals_total", "Keep-alive responses for this node's lease.",
+		func() int64 { return src.registrar().Renewals })
+	counterFunc(reg, "banyand_registry_node_losses_total", "Leases of this node lost while registered.",
+		func() int64 { return src.registrar().Losses })
+	reg.MustRegister(src.security)
+	return roleMetrics{listeners: newListenerMetrics(reg)}
+}
+
+// standaloneSources are what a standalone's metrics read.
+type standaloneSources struct {
+	schema   schemaStore
+	cache    *liaison.SchemaCache
+	security *securityMetrics
+}
+
+func registerStandaloneMetrics(reg prometheus.Registerer, src standaloneSources) roleMetrics {
+	m := roleMetrics{writes: newWriteCounters(reg), grpc: newGRPCMetrics(reg)}
+	registerSchemaMetrics(reg, src.schema, src.cache)
+	m.listeners = newListenerMetrics(reg)
+	reg.MustRegister(src.security)
+	return m
+}
 
 // writeCounters backs liaison.WriteCounters with Prometheus counters.
 type writeCounters struct {
@@ -49,19 +115,19 @@ func (c *writeCounters) Answered(group, kind string, st modelv1.Status) liaison.
 
 // publisherCollector reads the publisher's stats once per scrape.
 type publisherCollector struct {
-	client   *pub.Client
+	stats    func() pub.Stats
 	maxBytes int64
 
 	nodeInflight, nodeBytes, nodeDown, bytes, bound          *prometheus.Desc
 	reconnects, replaced, batches, messages, underReplicated *prometheus.Desc
 }
 
-func newPublisherCollector(c *pub.Client, maxBytesPerNode int64) *publisherCollector {
+func newPublisherCollector(stats func() pub.Stats, maxBytesPerNode int64) *publisherCollector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("banyand_publisher_"+name, help, labels, nil)
 	}
 	return &publisherCollector{
-		client: c, maxBytes: maxBytesPerNode,
+		stats: stats, maxBytes: maxBytesPerNode,
 		nodeInflight:    d("node_inflight_batches", "Batches sent to a data node and not yet acked.", "node"),
 		nodeBytes:       d("node_bytes_in_use", "Payload bytes queued for or in flight to a data node.", "node"),
 		nodeDown:        d("node_down", "1 while a data node is routed around.", "node"),
@@ -83,7 +149,7 @@ func (c *publisherCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *publisherCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.client.Stats()
+	st := c.stats()
 	for _, n := range st.Nodes {
 		down := 0.0
 		if n.Down {
@@ -232,11 +298,16 @@ func counterFunc(reg prometheus.Registerer, name, help string, f func() int64) {
 		func() float64 { return float64(f()) }))
 }
 
-// grpcMetrics instruments a client-facing server; the options go with the
-// server's own.
-func grpcMetrics(reg prometheus.Registerer) []grpc.ServerOption {
+// newGRPCMetrics are the metrics of a client-facing gRPC server.
+func newGRPCMetrics(reg prometheus.Registerer) *grpcprom.ServerMetrics {
 	m := grpcprom.NewServerMetrics(grpcprom.WithServerCounterOptions(grpcprom.WithNamespace("banyand")))
 	reg.MustRegister(m)
+	return m
+}
+
+// grpcServerOptions instruments a client-facing server with m; the options
+// go with the server's own.
+func grpcServerOptions(m *grpcprom.ServerMetrics) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(m.UnaryServerInterceptor()),
 		grpc.ChainStreamInterceptor(m.StreamServerInterceptor()),

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/banyand-io/banyand/pkg/run"
 )
@@ -74,6 +77,21 @@ func TestStandaloneHTTPEndpoints(t *testing.T) {
 		if !strings.Contains(body, name) {
 			t.Errorf("/metrics: no %s", name)
 		}
+	}
+
+	// Ready implies the client port serves: the gRPC server is the last
+	// component before the ready marker.
+	conn, err := grpc.NewClient(sa.ClientAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	hc, err := healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
+	if err != nil || hc.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("client port health once ready: %v %v", hc.GetStatus(), err)
+	}
+	if code, body := get(t, base+"/status"); code != http.StatusOK || !strings.Contains(body, "banyand standalone") {
+		t.Fatalf("/status: %d %.200q", code, body)
 	}
 
 	// Draining: the ready marker stops first, so /readyz drops to 503.

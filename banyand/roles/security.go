@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
 
@@ -82,15 +81,15 @@ func (c *ClientSecurity) validate() error {
 
 // serverOptions are the client server's TLS credentials and auth
 // interceptors, with their metrics.
-func (c *ClientSecurity) serverOptions(logger *slog.Logger, reg prometheus.Registerer) ([]grpc.ServerOption, error) {
+func (c *ClientSecurity) serverOptions(logger *slog.Logger, sec *securityMetrics) ([]grpc.ServerOption, error) {
 	logger.Info("client API security", "tls", c.TLS, "auth_file", c.AuthFile)
 	var opts []grpc.ServerOption
 	if c.TLS {
-		r, err := newCertReloader(c.CertFile, c.KeyFile, "client-api", logger, reg)
+		r, err := newCertReloader(c.CertFile, c.KeyFile, "client-api", logger, sec)
 		if err != nil {
 			return nil, fmt.Errorf("--tls-cert-file/--tls-key-file: %w", err)
 		}
-		failures := newHandshakeFailures("client-api", logger, reg)
+		failures := newHandshakeFailures("client-api", logger, sec)
 		opts = append(opts, grpc.Creds(tlsutil.ServerCredentials(tlsutil.ServerConfig(r, nil), failures.Report)))
 	}
 	if c.AuthFile != "" {
@@ -101,14 +100,7 @@ func (c *ClientSecurity) serverOptions(logger *slog.Logger, reg prometheus.Regis
 		if err != nil {
 			return nil, fmt.Errorf("--auth-file: %w", err)
 		}
-		counterFunc(reg, "banyand_auth_unauthenticated_total", "Client API calls refused for missing or invalid credentials.",
-			func() int64 { return a.Stats().Unauthenticated })
-		counterFunc(reg, "banyand_auth_permission_denied_total", "Client API calls refused because the credentials lack the scope.",
-			func() int64 { return a.Stats().Denied })
-		counterFunc(reg, "banyand_auth_file_reloads_total", "Changed auth files applied.",
-			func() int64 { return a.Stats().Reloads })
-		counterFunc(reg, "banyand_auth_file_reload_failures_total", "Changed auth files refused; the previous credentials stayed in force.",
-			func() int64 { return a.Stats().ReloadFailures })
+		sec.setAuth(a.Stats)
 		// After the metrics interceptors (the caller appends these last),
 		// so refused calls are counted with their codes.
 		opts = append(opts, grpc.ChainUnaryInterceptor(a.UnaryInterceptor()), grpc.ChainStreamInterceptor(a.StreamInterceptor()))
@@ -179,11 +171,11 @@ func (c *ClusterServerTLS) validate() error {
 
 // apply sets the subscriber's TLS configuration, unless it has one
 // already (tests) or TLS is off.
-func (c *ClusterServerTLS) apply(cfg *sub.Config, logger *slog.Logger, reg prometheus.Registerer) error {
+func (c *ClusterServerTLS) apply(cfg *sub.Config, logger *slog.Logger, sec *securityMetrics) error {
 	if c.CertFile == "" || cfg.TLS != nil {
 		return nil
 	}
-	r, err := newCertReloader(c.CertFile, c.KeyFile, "cluster-server", logger, reg)
+	r, err := newCertReloader(c.CertFile, c.KeyFile, "cluster-server", logger, sec)
 	if err != nil {
 		return fmt.Errorf("--cluster-tls-cert-file/--cluster-tls-key-file: %w", err)
 	}
@@ -194,7 +186,7 @@ func (c *ClusterServerTLS) apply(cfg *sub.Config, logger *slog.Logger, reg prome
 		}
 	}
 	cfg.TLS = tlsutil.ServerConfig(r, pool)
-	cfg.OnHandshakeFailure = newHandshakeFailures("cluster-server", logger, reg).Report
+	cfg.OnHandshakeFailure = newHandshakeFailures("cluster-server", logger, sec).Report
 	return nil
 }
 
@@ -241,7 +233,7 @@ func (c *ClusterClientTLS) validate() error {
 }
 
 // config is the publisher's TLS configuration; nil for plaintext.
-func (c *ClusterClientTLS) config(logger *slog.Logger, reg prometheus.Registerer) (*tls.Config, error) {
+func (c *ClusterClientTLS) config(logger *slog.Logger, sec *securityMetrics) (*tls.Config, error) {
 	if !c.enabled() {
 		return nil, nil
 	}
@@ -254,7 +246,7 @@ func (c *ClusterClientTLS) config(logger *slog.Logger, reg prometheus.Registerer
 	}
 	var r *tlsutil.Reloader
 	if c.CertFile != "" {
-		if r, err = newCertReloader(c.CertFile, c.KeyFile, "cluster-client", logger, reg); err != nil {
+		if r, err = newCertReloader(c.CertFile, c.KeyFile, "cluster-client", logger, sec); err != nil {
 			return nil, fmt.Errorf("--cluster-tls-cert-file/--cluster-tls-key-file: %w", err)
 		}
 	}
@@ -262,34 +254,20 @@ func (c *ClusterClientTLS) config(logger *slog.Logger, reg prometheus.Registerer
 }
 
 // newHandshakeFailures counts and logs a server's failed TLS handshakes.
-func newHandshakeFailures(use string, logger *slog.Logger, reg prometheus.Registerer) *tlsutil.HandshakeFailures {
+func newHandshakeFailures(use string, logger *slog.Logger, sec *securityMetrics) *tlsutil.HandshakeFailures {
 	h := tlsutil.NewHandshakeFailures(logger.With("tls", use), 0)
-	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "banyand_tls_handshake_failures_total",
-		ConstLabels: prometheus.Labels{"use": use},
-		Help:        "TLS handshakes that failed: the peer does not trust this certificate, or presented none or an untrusted one."},
-		func() float64 { return float64(h.Count()) }))
+	sec.addHandshakes(use, h.Count)
 	return h
 }
 
 // newCertReloader loads a pair that is re-read when renewed and exports
 // its expiry and reloads, labelled with use.
-func newCertReloader(certFile, keyFile, use string, logger *slog.Logger, reg prometheus.Registerer) (*tlsutil.Reloader, error) {
+func newCertReloader(certFile, keyFile, use string, logger *slog.Logger, sec *securityMetrics) (*tlsutil.Reloader, error) {
 	r, err := tlsutil.NewReloader(tlsutil.ReloaderConfig{CertFile: certFile, KeyFile: keyFile}, logger.With("tls", use))
 	if err != nil {
 		return nil, err
 	}
-	labels := prometheus.Labels{"use": use}
-	reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "banyand_tls_certificate_expiry_timestamp_seconds", ConstLabels: labels,
-			Help: "When the certificate in use expires (Unix seconds); it rises when a renewed certificate is picked up."},
-			func() float64 { return float64(r.Stats().NotAfter.Unix()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "banyand_tls_certificate_reloads_total", ConstLabels: labels,
-			Help: "Renewed certificate files picked up without restart."},
-			func() float64 { return float64(r.Stats().Reloads) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "banyand_tls_certificate_reload_failures_total", ConstLabels: labels,
-			Help: "Changed certificate files refused (unreadable, mismatched or expired); the previous certificate stayed in use."},
-			func() float64 { return float64(r.Stats().Failures) }),
-	)
+	sec.addCert(use, r.Stats)
 	return r, nil
 }
 

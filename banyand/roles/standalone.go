@@ -34,7 +34,7 @@ type Standalone struct {
 func (s *Standalone) RegisterFlags(fs *pflag.FlagSet) {
 	s.server.register(fs, DefaultClientAddr)
 	fs.StringVar(&s.DataPath, "data-path", DefaultDataPath, "directory for the schema registry and the data")
-	fs.StringVar(&s.HTTPAddr, "http-addr", DefaultLiaisonHTTPAddr, "host:port for /metrics, /healthz and /readyz; empty disables")
+	fs.StringVar(&s.HTTPAddr, "http-addr", DefaultLiaisonHTTPAddr, "host:port for the status page, /metrics, /healthz and /readyz; empty disables")
 }
 
 // Validate implements cli.Role.
@@ -80,24 +80,35 @@ func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 	q := queue.NewLocal(queue.LocalConfig{NodeName: "standalone"})
 	cache := liaison.NewSchemaCache(logger.With("component", "schema"), nil)
 	store := storage.New(storage.Config{Dir: storageDir(s.DataPath)}, cache, logger)
-	s.http = newHTTPServer(s.HTTPAddr, logger)
-	promReg := s.http.reg
+	promReg := newRoleRegistry()
+	sec := newSecurityMetrics(true)
+	metrics := registerStandaloneMetrics(promReg, standaloneSources{schema: reg, cache: cache, security: sec})
 	services := liaison.NewServices(liaison.WriteConfig{AckTimeout: s.server.AckTimeout}, liaison.Deps{
-		Logger: logger.With("component", "liaison"), Schema: cache, Queue: q, Counters: newWriteCounters(promReg),
+		Logger: logger.With("component", "liaison"), Schema: cache, Queue: q, Counters: metrics.writes,
 	})
-	registerSchemaMetrics(promReg, reg, cache)
-	listeners := newListenerMetrics(promReg)
+	listeners := metrics.listeners
 	meta := metadata.New(liaison.ReadYourWrites(reg, cache))
-	opts, err := s.server.clientServerOptions(logger, promReg)
+	opts := append(s.server.clientServerOptions(), grpcServerOptions(metrics.grpc)...)
+	secOpts, err := s.server.Security.serverOptions(logger, sec)
 	if err != nil {
 		return nil, err
 	}
+	opts = append(opts, secOpts...)
 	s.grpc = newGRPCServer("client-grpc", s.server.GRPCAddr, logger, opts, func(srv *grpc.Server) {
 		meta.Register(srv)
 		services.Register(srv)
 	})
+	status := newStatusPage(statusSources{
+		self: func() statusNode {
+			return statusNode{Name: "standalone", Roles: "standalone", GRPCAddr: s.ClientAddr(),
+				HTTPAddr: s.HTTPBoundAddr(), Health: readiness(s.http), Self: true}
+		},
+		writes: promReg,
+	})
+	s.http = newHTTPServer(s.HTTPAddr, logger, promReg, status)
 	return []run.Component{
 		s.http,
+		status,
 		reg,
 		store,
 		&funcComponent{

@@ -40,6 +40,9 @@ type Storage struct {
 	Sub           sub.Config
 	// ClusterTLS secures the cluster protocol (Sub.TLS is built from it).
 	ClusterTLS ClusterServerTLS
+	// DebugListenerDelay delays every write batch (hidden fault-injection
+	// flag --debug-listener-delay; see docs/design/faults.md).
+	DebugListenerDelay time.Duration
 
 	mu   sync.Mutex
 	lis  net.Listener
@@ -58,6 +61,8 @@ func (s *Storage) RegisterFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&s.Sub.MaxRecvMsgSize, "max-recv-msg-size", sub.DefaultMaxRecvMsgSize, "largest cluster-protocol batch accepted, in bytes")
 	s.Etcd.RegisterFlags(fs)
 	s.ClusterTLS.register(fs)
+	fs.DurationVar(&s.DebugListenerDelay, "debug-listener-delay", 0, "fault injection: wait this long before handling each write batch")
+	_ = fs.MarkHidden("debug-listener-delay")
 }
 
 // Validate implements cli.Role.
@@ -100,7 +105,10 @@ func (s *Storage) HTTPBoundAddr() string { return httpAddrOf(s.http) }
 
 // Components implements cli.Role.
 func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
-	cli, err := etcd.NewClient(s.Etcd, logger.With("component", "etcd-client"))
+	if s.NodeName != "" {
+		logger = logger.With("node", s.NodeName)
+	}
+	cli, err := etcd.NewClientWithLogger(s.Etcd, logger.With("component", "etcd-client"))
 	if err != nil {
 		return nil, err
 	}
@@ -117,22 +125,17 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 	if subCfg.NodeName == "" {
 		subCfg.NodeName = s.NodeName
 	}
-	s.http = newHTTPServer(s.HTTPAddr, logger)
-	reg := s.http.reg
-	if err := s.ClusterTLS.apply(&subCfg, logger, reg); err != nil {
+	sec := newSecurityMetrics(false)
+	if err := s.ClusterTLS.apply(&subCfg, logger, sec); err != nil {
 		_ = cli.Close()
 		return nil, err
 	}
 	server := sub.New(subCfg, logger.With("component", "subscriber"))
-	registerSchemaMetrics(reg, schema, cache)
-	counterFunc(reg, "banyand_registry_node_registrations_total", "Writes of this node's registration key, re-registrations included.",
-		func() int64 { return registrar.Stats().Registrations })
-	counterFunc(reg, "banyand_registry_node_renewals_total", "Keep-alive responses for this node's lease.",
-		func() int64 { return registrar.Stats().Renewals })
-	counterFunc(reg, "banyand_registry_node_losses_total", "Leases of this node lost while registered.",
-		func() int64 { return registrar.Stats().Losses })
+	reg := newRoleRegistry()
+	metrics := registerStorageMetrics(reg, storageSources{schema: schema, cache: cache, registrar: registrar.Stats, security: sec})
+	s.http = newHTTPServer(s.HTTPAddr, logger, reg, nil)
 
-	serveSub := &subscriberComponent{role: s, server: server, store: store, metrics: newListenerMetrics(reg), logger: logger}
+	serveSub := &subscriberComponent{role: s, server: server, store: store, metrics: metrics.listeners, logger: logger}
 	return []run.Component{
 		s.http,
 		etcdClientComponent(s.Etcd, cli.Close),
@@ -157,7 +160,7 @@ type subscriberComponent struct {
 func (c *subscriberComponent) Name() string { return "subscriber" }
 
 func (c *subscriberComponent) Start(context.Context) error {
-	if err := c.metrics.subscribe(c.server, c.store.Listeners()); err != nil {
+	if err := c.metrics.subscribe(c.server, delayWrites(c.store.Listeners(), c.role.DebugListenerDelay)); err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
 	lis, err := net.Listen("tcp", c.role.GRPCAddr)

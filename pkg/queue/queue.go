@@ -84,7 +84,10 @@ type Client interface {
 	Broadcast(ctx context.Context, topic Topic, group string, payload []byte) ([]Reply, error)
 }
 
-// Batch is what a listener receives: messages of one topic.
+// Batch is what a listener receives: messages of one topic. The messages
+// are valid only until Handle returns (a transport may reuse their memory
+// for the next batch): a listener that keeps a message, or hands it to
+// work that outlives Handle, copies it. Replies may alias them.
 type Batch struct {
 	Topic    Topic
 	Messages [][]byte

@@ -130,6 +130,17 @@ func (t *Table) Group(name string) (Group, bool) {
 	return gt.group, true
 }
 
+// Groups returns the definitions of every group the table holds, sorted by
+// name. It allocates; it is meant for status pages, not the write path.
+func (t *Table) Groups() []Group {
+	out := make([]Group, 0, len(t.groups))
+	for _, gt := range t.groups {
+		out = append(out, gt.group)
+	}
+	slices.SortFunc(out, func(a, b Group) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
 // Nodes returns the nodes that hold shard's copies: the primary first, then
 // the replicas in HRW order. It has min(Replicas+1, live nodes) entries and
 // does not allocate.

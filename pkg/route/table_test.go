@@ -106,3 +106,11 @@ func TestNodesNoAlloc(t *testing.T) {
 		t.Fatalf("Locate allocated %v times per call", allocs)
 	}
 }
+
+func TestGroupsSortedByName(t *testing.T) {
+	tb := mustTable(t, namedNodes("a"), Group{Name: "zeta", ShardNum: 1}, Group{Name: "alpha", ShardNum: 2, Replicas: 1})
+	want := []Group{{Name: "alpha", ShardNum: 2, Replicas: 1}, {Name: "zeta", ShardNum: 1}}
+	if got := tb.Groups(); !slices.Equal(got, want) {
+		t.Fatalf("Groups() = %v, want %v", got, want)
+	}
+}

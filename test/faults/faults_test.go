@@ -3,6 +3,9 @@
 package faults
 
 import (
+	"context"
+	"strconv"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -94,4 +97,173 @@ func checkNoLossNoDup(t *testing.T, res counts) {
 	if res.readable < res.acked {
 		t.Errorf("readable %d < acked %d", res.readable, res.acked)
 	}
+}
+
+// etcdOutage is how long etcd is stopped under load.
+const etcdOutage = 10 * time.Second
+
+// etcd is stopped (SIGSTOP) for etcdOutage under load, then continued.
+// The liaison keeps writing to the data nodes it knows; afterwards both
+// data nodes are registered again; nothing acknowledged is lost.
+func TestEtcdStoppedUnderLoad(t *testing.T) {
+	c := newCluster(t)
+	c.newDataNode(0)
+	c.newDataNode(1)
+	lia := c.newLiaison()
+	conn := dial(t, lia.addr)
+	createSchema(t, conn)
+	waitWritable(t, conn)
+
+	ld := startLoad(t, conn)
+	ld.waitAcked(warmAcks, startupAcks)
+	before := waitRegistered(t, c.etcd, readyTimeout, "data-0", "data-1")
+	stoppedAt := time.Now()
+	c.etcdP.signal(t, syscall.SIGSTOP)
+	t.Logf("stopped etcd (SIGSTOP) after %d acks", ld.acked.Load())
+	time.Sleep(etcdOutage)
+	resumedAt := time.Now()
+	c.etcdP.signal(t, syscall.SIGCONT)
+	after := waitRegistered(t, c.etcd, readyTimeout, "data-0", "data-1")
+	t.Logf("etcd continued; both data nodes registered %s later (key create revisions before %v, after %v)",
+		time.Since(resumedAt).Round(time.Millisecond), before, after)
+	time.Sleep(faultWindow)
+	outs := ld.finish()
+
+	res := ld.verify(conn, outs)
+	t.Logf("etcd stopped %s: %s", etcdOutage, res)
+	during, err := ackedBetween(outs, stoppedAt, resumedAt)
+	t.Logf("writes sent and acknowledged while etcd was stopped: %d", during)
+	if err != nil {
+		t.Error("no write was acknowledged while etcd was stopped")
+	}
+	if _, err := ackedBetween(outs, resumedAt, time.Now()); err != nil {
+		t.Error("no write was acknowledged after etcd continued")
+	}
+	t.Logf("writes with an error status answered while etcd was stopped: %d, after it continued: %d",
+		failedBetween(outs, stoppedAt, resumedAt), failedBetween(outs, resumedAt, time.Now()))
+	checkNoLossNoDup(t, res)
+}
+
+// pauseWindow is how long a data node's traffic is held by its proxy: more
+// than the publisher's stall timeout (5 s) plus the retry budget set below.
+const pauseWindow = 10 * time.Second
+
+// A data node's traffic is paused by a proxy (connections stay open, no
+// byte moves) under load. After the stall timeout and the retry budget its
+// writes are re-placed on the other node and acknowledged while the pause
+// lasts; nothing acknowledged is lost, nothing is read twice.
+func TestPausedDataNodeUnderLoad(t *testing.T) {
+	c := newCluster(t)
+	c.newDataNode(0)
+	d1 := c.dataNodeSpec(1)
+	px := startProxy(t, d1.addr)
+	d1.args = []string{"--advertise-addr", px.addr()}
+	c.startDataNode(d1)
+	lia := c.newLiaison("--queue-retry-budget", "1s")
+	conn := dial(t, lia.addr)
+	createSchema(t, conn)
+	waitWritable(t, conn)
+
+	ld := startLoad(t, conn)
+	ld.waitAcked(warmAcks, startupAcks)
+	pausedAt := time.Now()
+	px.pause()
+	t.Logf("paused the proxy of %s after %d acks", d1.name, ld.acked.Load())
+	time.Sleep(pauseWindow)
+	resumedAt := time.Now()
+	px.unpause()
+	time.Sleep(faultWindow)
+	outs := ld.finish()
+
+	res := ld.verify(conn, outs)
+	t.Logf("paused data node: %s", res)
+	during, err := ackedBetween(outs, pausedAt, resumedAt)
+	t.Logf("writes sent and acknowledged during the pause: %d", during)
+	if err != nil {
+		t.Errorf("no write was acknowledged while %s was paused: nothing was re-placed", d1.name)
+	}
+	if _, err := ackedBetween(outs, resumedAt, time.Now()); err != nil {
+		t.Error("no write was acknowledged after the pause")
+	}
+	checkNoLossNoDup(t, res)
+}
+
+// The slow-node scenario's knobs.
+const (
+	listenerDelay = 500 * time.Millisecond // per write batch on the slow node
+	publisherMax  = 1 << 20                // --queue-max-bytes-per-node (its minimum: one batch)
+	padBytes      = 4096                   // per message: in-flight messages exceed publisherMax
+	slowWindow    = 8 * time.Second
+	slowWarmAcks  = 1000
+	// liaisonRSSMax bounds the liaison's resident memory under this load
+	// (about 60 MiB measured): twice that means something buffers without
+	// bound.
+	liaisonRSSMax = 128 << 20
+)
+
+// A data node handles each write batch listenerDelay late, and the
+// liaison's publisher may hold only publisherMax bytes per node. Under a
+// padded load the liaison's memory stays bounded, its publisher stays
+// within the bound, clients see slower acks or error statuses, the
+// liaison keeps serving, and nothing acknowledged is lost.
+func TestSlowDataNodeUnderLoad(t *testing.T) {
+	c := newCluster(t)
+	c.newDataNode(0)
+	slow := c.newDataNode(1, "--debug-listener-delay", listenerDelay.String())
+	httpAddr := freeAddr(t)
+	lia := c.newLiaison("--queue-max-bytes-per-node", strconv.Itoa(publisherMax),
+		"--queue-publish-wait", "1s", "--http-addr", httpAddr)
+	conn := dial(t, lia.addr)
+	createSchema(t, conn)
+	waitWritable(t, conn)
+
+	ld := startLoadWith(t, conn, loadOpts{pad: padBytes})
+	ld.waitAcked(slowWarmAcks, startupAcks)
+	from := time.Now()
+	var peakRSS int64
+	var peakNode, bound float64
+	nodeKey := `banyand_publisher_node_bytes_in_use{node="` + slow.name + `"}`
+	for time.Since(from) < slowWindow {
+		if rss, err := rssBytes(lia.p.cmd.Process.Pid); err == nil {
+			peakRSS = max(peakRSS, rss)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		m, err := scrapeMetrics(ctx, httpAddr, "banyand_publisher_")
+		cancel()
+		if err == nil {
+			peakNode = max(peakNode, m[nodeKey])
+			bound = m["banyand_publisher_max_bytes_per_node"]
+		}
+		time.Sleep(pollInterval)
+	}
+	to := time.Now()
+	outs := ld.finish()
+
+	if lia.p.exited() {
+		t.Fatalf("the liaison exited under backpressure: %v", lia.p.err)
+	}
+	if err := grpcServing(t, lia.addr)(context.Background()); err != nil {
+		t.Fatalf("the liaison is not serving after backpressure: %v", err)
+	}
+	res := ld.verify(conn, outs)
+	lat := ackLatencies(outs, from, to)
+	t.Logf("slow data node (%s per batch): %s", listenerDelay, res)
+	t.Logf("liaison peak RSS %d MiB (bound %d MiB); publisher bytes in use for %s peaked at %.0f (bound %.0f); ack latency p50 %s p99 %s",
+		peakRSS>>20, liaisonRSSMax>>20, slow.name, peakNode, bound, percentile(lat, 0.5).Round(time.Millisecond), percentile(lat, 0.99).Round(time.Millisecond))
+	if peakRSS == 0 || peakRSS > liaisonRSSMax {
+		t.Errorf("liaison peak RSS %d bytes, want (0, %d]", peakRSS, liaisonRSSMax)
+	}
+	if bound != publisherMax {
+		t.Errorf("/metrics bound %.0f, want %d", bound, publisherMax)
+	}
+	if peakNode > bound {
+		t.Errorf("publisher bytes in use for %s peaked at %.0f, over the bound %.0f", slow.name, peakNode, bound)
+	}
+	if peakNode < bound/2 {
+		t.Errorf("publisher bytes in use for %s peaked at %.0f: the load never pressed on the bound %.0f, the test proves nothing", slow.name, peakNode, bound)
+	}
+	if res.failed == 0 && percentile(lat, 0.99) < listenerDelay {
+		t.Errorf("no error status and ack p99 %s < the node's delay %s: no backpressure seen", percentile(lat, 0.99), listenerDelay)
+	}
+	checkNoLossNoDup(t, res)
 }

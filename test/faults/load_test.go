@@ -61,9 +61,11 @@ func createSchema(t *testing.T, conn *grpc.ClientConn) {
 	}
 	if _, err := databasev1.NewStreamRegistryServiceClient(conn).Create(ctx, &databasev1.StreamRegistryServiceCreateRequest{Stream: &databasev1.Stream{
 		Metadata: &commonv1.Metadata{Group: group, Name: streamName},
-		TagFamilies: []*databasev1.TagFamilySpec{{Name: "searchable", Tags: []*databasev1.TagSpec{
-			{Name: "service", Type: databasev1.TagType_TAG_TYPE_STRING},
-		}}},
+		TagFamilies: []*databasev1.TagFamilySpec{
+			{Name: "searchable", Tags: []*databasev1.TagSpec{{Name: "service", Type: databasev1.TagType_TAG_TYPE_STRING}}},
+			// Written only by loads with padding (loadOpts.pad).
+			{Name: "data", Tags: []*databasev1.TagSpec{{Name: "pad", Type: databasev1.TagType_TAG_TYPE_DATA_BINARY}}},
+		},
 		Entity: &databasev1.Entity{TagNames: []string{"service"}},
 	}}); err != nil {
 		t.Fatalf("create stream: %v", err)
@@ -129,6 +131,12 @@ type outcome struct {
 	status     string
 }
 
+// loadOpts shape a load; the zero value is the default load.
+type loadOpts struct {
+	pad      int // bytes of binary padding per message (a second tag family); 0 = none
+	inFlight int // unanswered messages per Write stream; 0 = maxInFlight
+}
+
 // load is a background writer: writers Write streams, each reopened when
 // it breaks, sending stream elements with unique ids; it records the final
 // status of every message it sent.
@@ -137,6 +145,7 @@ type load struct {
 	client streamv1.StreamServiceClient
 	md     *commonv1.Metadata
 	runID  string
+	opts   loadOpts
 	base   int64 // ms: message seq has timestamp base + seq/entities
 
 	next     atomic.Int64
@@ -150,6 +159,14 @@ type load struct {
 
 func startLoad(t *testing.T, conn *grpc.ClientConn) *load {
 	t.Helper()
+	return startLoadWith(t, conn, loadOpts{})
+}
+
+func startLoadWith(t *testing.T, conn *grpc.ClientConn, opts loadOpts) *load {
+	t.Helper()
+	if opts.inFlight == 0 {
+		opts.inFlight = maxInFlight
+	}
 	var id [4]byte
 	_, _ = rand.Read(id[:])
 	l := &load{
@@ -157,6 +174,7 @@ func startLoad(t *testing.T, conn *grpc.ClientConn) *load {
 		client:   streamv1.NewStreamServiceClient(conn),
 		md:       &commonv1.Metadata{Group: group, Name: streamName},
 		runID:    "f" + hex.EncodeToString(id[:]),
+		opts:     opts,
 		base:     time.Now().UnixMilli(),
 		outcomes: make([]outcome, maxMessages),
 	}
@@ -234,7 +252,11 @@ func (l *load) session(ctx context.Context, tick *time.Ticker) {
 	l.opened.Add(1)
 	var mu sync.Mutex
 	pending := map[uint64]int64{} // message id -> seq
-	slots := make(chan struct{}, maxInFlight)
+	slots := make(chan struct{}, l.opts.inFlight)
+	var pad *modelv1.TagFamilyForWrite
+	if l.opts.pad > 0 {
+		pad = &modelv1.TagFamilyForWrite{Tags: []*modelv1.TagValue{{Value: &modelv1.TagValue_BinaryData{BinaryData: make([]byte, l.opts.pad)}}}}
+	}
 	recvDone := make(chan struct{})
 	go func() {
 		defer close(recvDone)
@@ -288,6 +310,9 @@ send:
 			Timestamp:   &timestamppb.Timestamp{Seconds: ms / 1000, Nanos: int32(ms%1000) * 1e6},
 			TagFamilies: []*modelv1.TagFamilyForWrite{{Tags: []*modelv1.TagValue{svcTag(seq % entities)}}},
 		}}
+		if pad != nil {
+			req.Element.TagFamilies = append(req.Element.TagFamilies, pad)
+		}
 		mu.Lock()
 		l.outcomes[seq].sent, l.outcomes[seq].sentAt = true, time.Now()
 		pending[id] = seq
@@ -341,6 +366,8 @@ func (l *load) readBack(conn *grpc.ClientConn, n int64) (map[int64]int, error) {
 				}}},
 				Limit:   queryLimit,
 				OrderBy: &modelv1.QueryOrder{Sort: modelv1.Sort_SORT_ASC},
+				// Not the padding: the element ids are what is counted.
+				Projection: &modelv1.TagProjection{TagFamilies: []*modelv1.TagProjection_TagFamily{{Name: "searchable", Tags: []string{"service"}}}},
 			})
 			cancel()
 			if err != nil {

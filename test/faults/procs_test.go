@@ -111,6 +111,14 @@ func (p *proc) exited() bool {
 	}
 }
 
+// signal sends sig (SIGSTOP, SIGCONT) to a running process.
+func (p *proc) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("%s: signal %s: %v", p.name, sig, err)
+	}
+}
+
 // kill sends SIGKILL and waits for the process to be gone.
 func (p *proc) kill() {
 	if !p.exited() {
@@ -122,10 +130,11 @@ func (p *proc) kill() {
 // cluster is a set of real processes started by one test: etcd, data
 // nodes and liaisons. Every process is killed by t.Cleanup.
 type cluster struct {
-	t    *testing.T
-	bin  string
-	dir  string
-	etcd string // client endpoint host:port
+	t     *testing.T
+	bin   string
+	dir   string
+	etcd  string // client endpoint host:port
+	etcdP *proc
 
 	mu    sync.Mutex
 	procs []*proc
@@ -239,7 +248,7 @@ func (c *cluster) startEtcd(bin string) {
 		"--initial-advertise-peer-urls", "http://"+peer,
 		"--initial-cluster", "faults=http://"+peer,
 		"--log-level", "warn")
-	c.etcd = client
+	c.etcd, c.etcdP = client, p
 	hc := &http.Client{Timeout: time.Second}
 	c.waitReady(p, "etcd", func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+client+"/health", http.NoBody)
@@ -264,38 +273,46 @@ type dataNode struct {
 	name string
 	addr string
 	dir  string
+	args []string // extra flags, e.g. --advertise-addr
 	p    *proc
 }
 
-func (c *cluster) newDataNode(i int) *dataNode {
+func (c *cluster) newDataNode(i int, args ...string) *dataNode {
 	c.t.Helper()
-	d := &dataNode{name: "data-" + strconv.Itoa(i), addr: freeAddr(c.t), dir: filepath.Join(c.dir, "data-"+strconv.Itoa(i))}
+	d := c.dataNodeSpec(i)
+	d.args = args
 	c.startDataNode(d)
 	return d
+}
+
+// dataNodeSpec returns data node i's identity without starting it.
+func (c *cluster) dataNodeSpec(i int) *dataNode {
+	return &dataNode{name: "data-" + strconv.Itoa(i), addr: freeAddr(c.t), dir: filepath.Join(c.dir, "data-"+strconv.Itoa(i))}
 }
 
 // startDataNode (re)starts d and waits until its cluster port serves.
 func (c *cluster) startDataNode(d *dataNode) {
 	c.t.Helper()
-	d.p = c.start(d.name, c.bin, "storage",
+	d.p = c.start(d.name, c.bin, append([]string{"storage",
 		"--node-name", d.name,
 		"--grpc-addr", d.addr,
 		"--http-addr", "",
 		"--data-path", d.dir,
 		"--etcd-endpoints", c.etcd,
-		"--node-lease-ttl", "2s")
+		"--node-lease-ttl", "2s"}, d.args...)...)
 	c.waitReady(d.p, d.name, grpcServing(c.t, d.addr))
 }
 
-// liaison is a liaison's client address, kept across restarts.
+// liaison is a liaison's client address and flags, kept across restarts.
 type liaison struct {
 	addr string
+	args []string // extra flags, e.g. publisher settings
 	p    *proc
 }
 
-func (c *cluster) newLiaison() *liaison {
+func (c *cluster) newLiaison(args ...string) *liaison {
 	c.t.Helper()
-	l := &liaison{addr: freeAddr(c.t)}
+	l := &liaison{addr: freeAddr(c.t), args: args}
 	c.startLiaison(l)
 	return l
 }
@@ -303,10 +320,10 @@ func (c *cluster) newLiaison() *liaison {
 // startLiaison (re)starts l on its address and waits until it serves.
 func (c *cluster) startLiaison(l *liaison) {
 	c.t.Helper()
-	l.p = c.start("liaison", c.bin, "liaison",
+	l.p = c.start("liaison", c.bin, append([]string{"liaison",
 		"--grpc-addr", l.addr,
 		"--http-addr", "",
-		"--etcd-endpoints", c.etcd)
+		"--etcd-endpoints", c.etcd}, l.args...)...)
 	c.waitReady(l.p, "liaison", grpcServing(c.t, l.addr))
 }
 

@@ -26,7 +26,7 @@ func (c *Client) dialOptions() []grpc.DialOption {
 		grpc.WithInitialConnWindowSize(16 << 20),
 		grpc.WithWriteBufferSize(512 << 10),
 		grpc.WithReadBufferSize(256 << 10),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(c.cfg.MaxRecvMsgSize)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(c.cfg.MaxRecvMsgSize), grpc.ForceCodecV2(newCodec())),
 		// Pings find a peer that vanished without closing TCP when no
 		// stream is busy enough for the stall check to notice.
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 5 * time.Second}),

@@ -15,12 +15,19 @@ import (
 )
 
 // codec is the server's gRPC codec: grpc's proto codec, except that a
-// StreamRequest carrying a Batch is decoded without copying each message.
-// The frame is copied once into a buffer of its own and every message is a
-// slice of it, so a batch costs two allocations instead of one per message
-// (the per-message copies were a third of the server's CPU). A listener that
-// keeps one message therefore keeps its whole batch's buffer alive.
+// recvFrame carrying a Batch is decoded without copying each message.
+// The frame is copied once into a pooled buffer (see frameBuf) and every
+// message is a slice of it, so a batch allocates next to nothing (the
+// per-message copies were a third of the server's CPU, and a fresh buffer
+// per frame most of its garbage).
 type codec struct{ std encoding.CodecV2 }
+
+// recvFrame is what the receive loop reads into: the request and, when its
+// batch aliases a pooled buffer, that buffer, to release once acked.
+type recvFrame struct {
+	req clusterv1.StreamRequest
+	buf *frameBuf
+}
 
 func newCodec() codec { return codec{std: encoding.GetCodecV2(proto.Name)} }
 
@@ -29,33 +36,48 @@ func (c codec) Name() string { return proto.Name }
 func (c codec) Marshal(v any) (mem.BufferSlice, error) { return c.std.Marshal(v) }
 
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
-	req, ok := v.(*clusterv1.StreamRequest)
+	f, ok := v.(*recvFrame)
 	if !ok {
 		return c.std.Unmarshal(data, v)
 	}
-	return decodeStreamRequest(data.Materialize(), req)
+	fb := getFrameBuf(data.Len())
+	data.CopyTo(fb.b)
+	aliased, err := decodeStreamRequest(fb.b, &f.req, fb)
+	if aliased {
+		f.buf = fb
+	} else {
+		fb.release()
+	}
+	return err
 }
 
 var errMalformed = errors.New("malformed StreamRequest")
 
-// decodeStreamRequest decodes buf into req, aliasing buf for the batch's
-// messages. Anything but a frame with exactly one batch field is left to
+// decodeStreamRequest decodes buf into req and reports whether req aliases
+// buf: a frame with exactly one batch field has its messages sliced from
+// buf, in fb's message list when fb is not nil. Anything else is left to
 // proto.Unmarshal, which copies; the result is the same either way.
-func decodeStreamRequest(buf []byte, req *clusterv1.StreamRequest) error {
+func decodeStreamRequest(buf []byte, req *clusterv1.StreamRequest, fb *frameBuf) (aliased bool, err error) {
 	batch, ok := soleBatchField(buf)
 	if !ok {
 		if err := protoapi.Unmarshal(buf, req); err != nil {
-			return fmt.Errorf("%w: %w", errMalformed, err)
+			return false, fmt.Errorf("%w: %w", errMalformed, err)
 		}
-		return nil
+		return false, nil
 	}
 	b := new(clusterv1.Batch)
+	if fb != nil {
+		b.Messages = fb.msgs[:0]
+	}
 	if err := decodeBatch(batch, b); err != nil {
-		return err
+		return false, err
+	}
+	if fb != nil {
+		fb.msgs = b.Messages
 	}
 	req.Reset()
 	req.Frame = &clusterv1.StreamRequest_Batch{Batch: b}
-	return nil
+	return true, nil
 }
 
 // soleBatchField returns the contents of field 2 (batch) if it is the only
@@ -100,7 +122,7 @@ func decodeBatch(buf []byte, b *clusterv1.Batch) error {
 		}
 		rest = rest[n+m:]
 	}
-	if count > 0 {
+	if count > cap(b.Messages) {
 		b.Messages = make([][]byte, 0, count)
 	}
 	for len(buf) > 0 {

@@ -34,7 +34,9 @@ func codecSeeds() [][]byte {
 }
 
 // FuzzDecodeStreamRequest: the zero-copy decoder agrees with proto.Unmarshal
-// on every input: same error-or-not, same known fields.
+// on every input: same error-or-not, same known fields. It decodes into
+// pooled frame buffers as the server does, so buffers and message lists
+// left by earlier inputs are reused.
 func FuzzDecodeStreamRequest(f *testing.F) {
 	for _, s := range codecSeeds() {
 		f.Add(s)
@@ -42,7 +44,10 @@ func FuzzDecodeStreamRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var want, got clusterv1.StreamRequest
 		wantErr := proto.Unmarshal(in, &want)
-		gotErr := decodeStreamRequest(bytes.Clone(in), &got)
+		fb := getFrameBuf(len(in))
+		defer fb.release()
+		copy(fb.b, in)
+		_, gotErr := decodeStreamRequest(fb.b, &got, fb)
 		if (wantErr == nil) != (gotErr == nil) {
 			t.Fatalf("proto.Unmarshal: %v; decodeStreamRequest: %v", wantErr, gotErr)
 		}
@@ -71,12 +76,39 @@ func FuzzDecodeStreamRequest(f *testing.F) {
 func TestDecodeAliasesAndCaps(t *testing.T) {
 	in := batchReq(&clusterv1.Batch{Topic: "t", Messages: [][]byte{[]byte("ab"), []byte("cd")}})
 	var req clusterv1.StreamRequest
-	if err := decodeStreamRequest(in, &req); err != nil {
+	if _, err := decodeStreamRequest(in, &req, nil); err != nil {
 		t.Fatal(err)
 	}
 	msgs := req.GetBatch().GetMessages()
 	_ = append(msgs[0], 'X') // must reallocate, not overwrite "cd"
 	if string(msgs[1]) != "cd" {
 		t.Fatalf("appending to message 0 changed message 1 to %q", msgs[1])
+	}
+}
+
+func TestFrameBufReuse(t *testing.T) {
+	// A reused buffer's batch starts with no messages of the last one.
+	in := batchReq(&clusterv1.Batch{Topic: "t", Messages: [][]byte{[]byte("a"), []byte("b"), []byte("c")}})
+	fb := getFrameBuf(len(in))
+	copy(fb.b, in)
+	var req clusterv1.StreamRequest
+	if aliased, err := decodeStreamRequest(fb.b, &req, fb); err != nil || !aliased {
+		t.Fatalf("decode: aliased %v, %v", aliased, err)
+	}
+	fb.release()
+	in = batchReq(&clusterv1.Batch{Topic: "t", Messages: [][]byte{[]byte("z")}})
+	fb = getFrameBuf(len(in))
+	defer fb.release()
+	copy(fb.b, in)
+	if _, err := decodeStreamRequest(fb.b, &req, fb); err != nil {
+		t.Fatal(err)
+	}
+	if got := req.GetBatch().GetMessages(); len(got) != 1 || string(got[0]) != "z" {
+		t.Fatalf("messages after reuse: %q", got)
+	}
+	// A Hello is copied out by proto.Unmarshal: nothing aliases the buffer.
+	hello, _ := proto.Marshal(&clusterv1.StreamRequest{Frame: &clusterv1.StreamRequest_Hello{Hello: &clusterv1.Hello{NodeName: "n"}}})
+	if aliased, err := decodeStreamRequest(hello, &req, nil); err != nil || aliased {
+		t.Fatalf("hello: aliased %v, %v", aliased, err)
 	}
 }

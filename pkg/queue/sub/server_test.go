@@ -343,3 +343,53 @@ func TestSubscribe(t *testing.T) {
 		t.Fatal("negative ListenerWorkers validated")
 	}
 }
+
+// TestMessagesStableWhileListening: frame buffers are reused, but never
+// while a listener may still read the batch. One batch is held in its
+// listener while many others of the same size are received, handled and
+// acked (their buffers going back to the pool and out again); the held
+// batch's messages are unchanged when it returns.
+func TestMessagesStableWhileListening(t *testing.T) {
+	hold := make(chan struct{})
+	changed := make(chan bool, 1)
+	l := queue.ListenerFunc(func(_ context.Context, b queue.Batch) queue.Result {
+		if !bytes.HasPrefix(b.Messages[0], []byte("hold")) {
+			return queue.Result{}
+		}
+		before := make([][]byte, len(b.Messages))
+		for i, m := range b.Messages {
+			before[i] = bytes.Clone(m)
+		}
+		<-hold
+		same := true
+		for i, m := range b.Messages {
+			same = same && bytes.Equal(m, before[i])
+		}
+		changed <- !same
+		return queue.Result{}
+	})
+	ts := startServer(t, sub.Config{ListenerWorkers: 4}, map[queue.Topic]queue.Listener{topic: l})
+	r := openStream(t, dial(t, ts.addr, nil))
+	r.handshake()
+	msgs := func(prefix string, fill byte) [][]byte {
+		out := make([][]byte, 4)
+		for i := range out {
+			out[i] = append([]byte(prefix), bytes.Repeat([]byte{fill}, 3000)...)
+		}
+		return out
+	}
+	r.batch(1, topic, time.Time{}, msgs("hold", 'a')...)
+	for id := uint64(2); id <= 40; id++ {
+		r.batch(id, topic, time.Time{}, msgs("pass", byte('b'+id%20))...)
+		if a := r.ack(); a.GetBatchId() != id || a.GetBatchFailure() != nil {
+			t.Fatalf("ack %v, want success of batch %d", a, id)
+		}
+	}
+	close(hold)
+	if a := r.ack(); a.GetBatchId() != 1 {
+		t.Fatalf("ack %v, want batch 1", a)
+	}
+	if <-changed {
+		t.Fatal("the held batch's messages changed while its listener ran")
+	}
+}

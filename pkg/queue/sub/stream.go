@@ -45,8 +45,9 @@ type stream struct {
 
 type outFrame struct {
 	resp     *clusterv1.StreamResponse
-	slot     bool // holds a slot, freed once sent
-	listened bool // the batch went to a listener
+	slot     bool      // holds a slot, freed once sent
+	listened bool      // the batch went to a listener
+	buf      *frameBuf // the acked batch's frame, released once sent
 }
 
 func newStream(s *Server, gs clusterv1.QueueService_StreamServer) *stream {
@@ -84,6 +85,9 @@ func (st *stream) run() error {
 			if err := st.gs.Send(f.resp); err != nil {
 				return err
 			}
+			// Send has encoded the ack (whose replies may alias the
+			// request), and the listener returned before it was queued.
+			f.buf.release()
 			if f.slot {
 				<-st.slots
 			}
@@ -124,11 +128,11 @@ func (st *stream) recvLoop() (err error) {
 			err = status.Errorf(codes.Internal, "subscriber %s: internal error", st.s.cfg.NodeName)
 		}
 	}()
-	req := new(clusterv1.StreamRequest)
-	if err := st.gs.RecvMsg(req); err != nil {
+	hello := new(recvFrame)
+	if err := st.gs.RecvMsg(hello); err != nil {
 		return err
 	}
-	if err := st.handshake(req); err != nil {
+	if err := st.handshake(&hello.req); err != nil {
 		st.s.log.Warn("handshake refused", "peer", st.peer, "err", err)
 		return err
 	}
@@ -138,25 +142,25 @@ func (st *stream) recvLoop() (err error) {
 		case <-st.ctx.Done():
 			return st.ctx.Err()
 		}
-		// A fresh message per batch: the listener keeps the payloads, which
-		// must not be overwritten by the next Recv.
-		req := new(clusterv1.StreamRequest)
-		if err := st.gs.RecvMsg(req); err != nil {
+		// A fresh frame per batch: its messages stay in use until the
+		// batch is acked, while the next ones are received.
+		f := new(recvFrame)
+		if err := st.gs.RecvMsg(f); err != nil {
 			<-st.slots
 			return err
 		}
-		b := req.GetBatch()
+		b := f.req.GetBatch()
 		if b == nil {
 			<-st.slots
 			what := "an empty frame"
-			if req.GetHello() != nil {
+			if f.req.GetHello() != nil {
 				what = "a second Hello"
 			}
 			err := status.Errorf(codes.InvalidArgument, "protocol error: %s after the handshake", what)
 			st.s.log.Warn("stream refused", "peer", st.peer, "err", err)
 			return err
 		}
-		st.dispatch(b)
+		st.dispatch(b, f.buf)
 	}
 }
 
@@ -182,8 +186,8 @@ func (st *stream) handshake(req *clusterv1.StreamRequest) error {
 }
 
 // dispatch hands b to its listener on a new goroutine, or acks its refusal.
-// The caller holds a slot for b.
-func (st *stream) dispatch(b *clusterv1.Batch) {
+// The caller holds a slot for b; buf, if any, is b's frame.
+func (st *stream) dispatch(b *clusterv1.Batch, buf *frameBuf) {
 	l := st.s.listener(b.GetTopic())
 	var fail *clusterv1.Failure
 	switch {
@@ -206,19 +210,19 @@ func (st *stream) dispatch(b *clusterv1.Batch) {
 		st.mu.Unlock()
 	}
 	if fail != nil {
-		st.out <- outFrame{resp: ackFrame(&clusterv1.Ack{BatchId: b.GetBatchId(), BatchFailure: fail}), slot: true}
+		st.out <- outFrame{resp: ackFrame(&clusterv1.Ack{BatchId: b.GetBatchId(), BatchFailure: fail}), slot: true, buf: buf}
 		return
 	}
 	st.s.inflight.Add(1)
-	go st.handle(l, b)
+	go st.handle(l, b, buf)
 }
 
 // handle runs one batch through its listener and queues the ack.
-func (st *stream) handle(l queue.Listener, b *clusterv1.Batch) {
+func (st *stream) handle(l queue.Listener, b *clusterv1.Batch, buf *frameBuf) {
 	ack := &clusterv1.Ack{BatchId: b.GetBatchId()}
 	defer func() {
 		st.s.inflight.Add(-1)
-		st.out <- outFrame{resp: ackFrame(ack), slot: true, listened: true}
+		st.out <- outFrame{resp: ackFrame(ack), slot: true, listened: true, buf: buf}
 	}()
 	ctx := st.ctx
 	if d := b.GetDeadlineUnixNano(); d != 0 {

@@ -131,8 +131,14 @@ func (c *ClientConfig) tlsConfig(logger *slog.Logger) (*tls.Config, error) {
 }
 
 // NewClient creates an etcd client. It does not wait for a connection:
-// the registries retry until etcd answers. A nil logger discards logs.
-func NewClient(cfg ClientConfig, logger *slog.Logger) (*clientv3.Client, error) {
+// the registries retry until etcd answers.
+func NewClient(cfg ClientConfig) (*clientv3.Client, error) {
+	return NewClientWithLogger(cfg, nil)
+}
+
+// NewClientWithLogger is NewClient logging to logger (renewed client
+// certificates); a nil logger discards logs.
+func NewClientWithLogger(cfg ClientConfig, logger *slog.Logger) (*clientv3.Client, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

@@ -51,7 +51,7 @@ func roundTrip(t *testing.T, cfg ClientConfig, timeout time.Duration) error {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	cli, err := NewClient(cfg, nil)
+	cli, err := NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

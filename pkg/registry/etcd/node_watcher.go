@@ -204,3 +204,29 @@ func (s *nodeWatch) decode(kv *mvccpb.KeyValue) *databasev1.Node {
 	}
 	return n
 }
+
+// WaitForNodes blocks until at least n nodes are registered under cfg's
+// namespace, or ctx is done. Tools and tests that start data nodes and then
+// a liaison use it, so the liaison's first snapshot holds them all.
+func WaitForNodes(ctx context.Context, cfg NodeConfig, cli *clientv3.Client, n int) error {
+	w, err := NewNodeWatcher(cfg, cli, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	registered := false
+	err = w.Watch(wctx, func(u node.Update) {
+		if len(u.Nodes) >= n {
+			registered = true
+			cancel()
+		}
+	})
+	if registered {
+		return nil
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	return fmt.Errorf("waiting for %d registered nodes: %w", n, err)
+}

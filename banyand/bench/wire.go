@@ -1,0 +1,207 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+	protoapi "google.golang.org/protobuf/proto"
+
+	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+)
+
+// The load tool encodes its write requests and decodes the responses at
+// the wire level: the messages a run writes differ only in a few fields,
+// so the rest is encoded once. The bytes are what proto.Marshal writes for
+// the same request (wire_test.go checks it), so the server sees exactly
+// what a BanyanDB client would send; the tool just spends less of the
+// CPUs it shares with the server on building them.
+
+// wireRequest is an encoded write request, sent as is.
+type wireRequest struct{ b []byte }
+
+// wireResponse is the part of a write response the tool reads.
+type wireResponse struct {
+	id     uint64
+	status string
+}
+
+// codec is grpc's proto codec plus the two wire types above.
+type codec struct{ std encoding.CodecV2 }
+
+func newCodec() codec { return codec{std: encoding.GetCodecV2(proto.Name)} }
+
+func (c codec) Name() string { return proto.Name }
+
+func (c codec) Marshal(v any) (mem.BufferSlice, error) {
+	if r, ok := v.(*wireRequest); ok {
+		// gRPC writes it after SendMsg returns: b is not reused.
+		return mem.BufferSlice{mem.SliceBuffer(r.b)}, nil
+	}
+	return c.std.Marshal(v)
+}
+
+func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
+	r, ok := v.(*wireResponse)
+	if !ok {
+		return c.std.Unmarshal(data, v)
+	}
+	var b []byte
+	if len(data) == 1 {
+		b = data[0].ReadOnlyData()
+	} else {
+		b = data.Materialize()
+	}
+	return r.parse(b)
+}
+
+var errResponse = errors.New("malformed write response")
+
+// parse reads message_id (1) and status (2) of a stream or measure
+// WriteResponse; metadata (3) and unknown fields are skipped.
+func (r *wireResponse) parse(b []byte) error {
+	*r = wireResponse{}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return fmt.Errorf("%w: %w", errResponse, protowire.ParseError(n))
+		}
+		b = b[n:]
+		switch {
+		case num == 1 && typ == protowire.VarintType:
+			r.id, n = protowire.ConsumeVarint(b)
+		case num == 2 && typ == protowire.BytesType:
+			var v []byte
+			v, n = protowire.ConsumeBytes(b)
+			if string(v) == statusSucceed { // no allocation for the usual answer
+				r.status = statusSucceed
+			} else {
+				r.status = string(v)
+			}
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, b)
+		}
+		if n < 0 {
+			return fmt.Errorf("%w: field %d: %w", errResponse, num, protowire.ParseError(n))
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// encoded holds the parts of a run's requests that never change, encoded.
+type encoded struct {
+	metadata []byte   // the Metadata, sent in the first request of a stream
+	payload  []byte   // the "data" tag family: the payload tag
+	score    []byte   // measure: the score field, the run's nonce
+	entity   [][]byte // the "searchable" tag family of each entity; nil when not cached
+}
+
+func (m *messages) encode() error {
+	var err error
+	marshal := func(msg protoapi.Message) []byte {
+		b, merr := protoapi.Marshal(msg)
+		err = errors.Join(err, merr)
+		return b
+	}
+	m.enc.metadata = marshal(m.md)
+	m.enc.payload = marshal(&modelv1.TagFamilyForWrite{Tags: []*modelv1.TagValue{{Value: &modelv1.TagValue_BinaryData{BinaryData: m.payload}}}})
+	m.enc.score = marshal(&modelv1.FieldValue{Value: &modelv1.FieldValue_Float{Float: &modelv1.Float{Value: m.nonce}}})
+	if m.tags != nil {
+		m.enc.entity = make([][]byte, len(m.tags))
+		for e, tags := range m.tags {
+			m.enc.entity[e] = marshal(&modelv1.TagFamilyForWrite{Tags: tags})
+		}
+	}
+	return err
+}
+
+func (m *messages) entityFamily(e int64) []byte {
+	if m.enc.entity != nil {
+		return m.enc.entity[e]
+	}
+	b, _ := protoapi.Marshal(&modelv1.TagFamilyForWrite{Tags: m.entityTags(e)})
+	return b
+}
+
+func sizeField(content int) int { return 1 + protowire.SizeBytes(content) }
+
+func appendField(b []byte, num protowire.Number, content []byte) []byte {
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendBytes(b, content)
+}
+
+// timestamp encodes message seq's google.protobuf.Timestamp.
+func (m *messages) timestamp(b []byte, seq int64) []byte {
+	ms := m.millis(seq)
+	if s := ms / 1000; s != 0 {
+		b = protowire.AppendTag(b, 1, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(s))
+	}
+	if n := (ms % 1000) * 1e6; n != 0 {
+		b = protowire.AppendTag(b, 2, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(n))
+	}
+	return b
+}
+
+// writeRequest encodes a stream.v1 or measure.v1 WriteRequest: metadata
+// (1) when withMetadata, the element or data point (2), message_id (3).
+// value appends the element or data point's own fields to its argument.
+func (m *messages) writeRequest(id uint64, withMetadata bool, valueSize int, value func([]byte) []byte) []byte {
+	size := sizeField(valueSize) + 1 + protowire.SizeVarint(id)
+	if withMetadata {
+		size += sizeField(len(m.enc.metadata))
+	}
+	b := make([]byte, 0, size)
+	if withMetadata {
+		b = appendField(b, 1, m.enc.metadata)
+	}
+	b = protowire.AppendTag(b, 2, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(valueSize))
+	b = value(b)
+	b = protowire.AppendTag(b, 3, protowire.VarintType)
+	return protowire.AppendVarint(b, id)
+}
+
+// streamRequest encodes message seq as a stream WriteRequest with id.
+func (m *messages) streamRequest(id uint64, seq int64, withMetadata bool) []byte {
+	var idBuf [64]byte
+	elID := strconv.AppendInt(append(append(idBuf[:0], m.runID...), '-'), seq, 10)
+	var tsBuf [24]byte
+	ts := m.timestamp(tsBuf[:0], seq)
+	fam := m.entityFamily(m.entity(seq))
+	size := sizeField(len(elID)) + sizeField(len(ts)) + sizeField(len(fam)) + sizeField(len(m.enc.payload))
+	return m.writeRequest(id, withMetadata, size, func(b []byte) []byte {
+		b = appendField(b, 1, elID) // element_id
+		b = appendField(b, 2, ts)   // timestamp
+		b = appendField(b, 3, fam)  // tag_families: searchable, then data
+		return appendField(b, 3, m.enc.payload)
+	})
+}
+
+// measureRequest encodes message seq as a measure WriteRequest with id:
+// the value field is seq.
+func (m *messages) measureRequest(id uint64, seq int64, withMetadata bool) []byte {
+	var tsBuf [24]byte
+	ts := m.timestamp(tsBuf[:0], seq)
+	fam := m.entityFamily(m.entity(seq))
+	var intBuf, valueBuf [16]byte
+	intMsg := intBuf[:0] // model.v1.Int{value: seq}
+	if seq != 0 {
+		intMsg = protowire.AppendVarint(protowire.AppendTag(intMsg, 1, protowire.VarintType), uint64(seq))
+	}
+	value := appendField(valueBuf[:0], 3, intMsg) // FieldValue{int: ...}
+	size := sizeField(len(ts)) + sizeField(len(fam)) + sizeField(len(m.enc.payload)) + sizeField(len(value)) + sizeField(len(m.enc.score))
+	return m.writeRequest(id, withMetadata, size, func(b []byte) []byte {
+		b = appendField(b, 1, ts)  // timestamp
+		b = appendField(b, 2, fam) // tag_families: searchable, then data
+		b = appendField(b, 2, m.enc.payload)
+		b = appendField(b, 3, value) // fields: value, then score
+		return appendField(b, 3, m.enc.score)
+	})
+}

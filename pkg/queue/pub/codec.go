@@ -1,0 +1,100 @@
+package pub
+
+import (
+	"fmt"
+
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
+	"github.com/banyand-io/banyand/pkg/queue/internal/framepool"
+)
+
+// codec is the publisher's gRPC codec: grpc's proto codec, except that a
+// Batch frame is encoded by hand into a pooled buffer that gRPC hands back
+// once written. grpc's own path sizes the message, then takes a buffer of
+// the next pool tier (1 MB for a 300 KB batch) and zeroes all of it before
+// encoding into it: that clearing alone was a sixth of the publisher's CPU.
+// The bytes are those proto.Marshal would write (see codec_test.go).
+type codec struct{ std encoding.CodecV2 }
+
+func newCodec() codec { return codec{std: encoding.GetCodecV2(proto.Name)} }
+
+var frameBytes framepool.Pool
+
+func (c codec) Name() string { return proto.Name }
+
+func (c codec) Unmarshal(data mem.BufferSlice, v any) error { return c.std.Unmarshal(data, v) }
+
+func (c codec) Marshal(v any) (mem.BufferSlice, error) {
+	req, ok := v.(*clusterv1.StreamRequest)
+	b := req.GetBatch()
+	if !ok || b == nil || len(b.ProtoReflect().GetUnknown()) > 0 {
+		return c.std.Marshal(v)
+	}
+	size := batchFrameSize(b)
+	if mem.IsBelowBufferPoolingThreshold(size) {
+		return mem.BufferSlice{mem.SliceBuffer(appendBatchFrame(make([]byte, 0, size), b))}, nil
+	}
+	bp := frameBytes.Get(size)
+	*bp = appendBatchFrame((*bp)[:0], b)
+	if len(*bp) != size {
+		return nil, fmt.Errorf("queue/pub: batch frame encoded to %d bytes, sized %d", len(*bp), size)
+	}
+	return mem.BufferSlice{mem.NewBuffer(bp, &frameBytes)}, nil
+}
+
+// Field numbers of banyandb.cluster.v1.StreamRequest.batch and of Batch.
+const (
+	fieldRequestBatch  = 2
+	fieldBatchID       = 1
+	fieldBatchTopic    = 2
+	fieldBatchMessages = 3
+	fieldBatchDeadline = 4
+)
+
+func batchSize(b *clusterv1.Batch) int {
+	n := 0
+	if b.BatchId != 0 {
+		n += 1 + protowire.SizeVarint(b.BatchId)
+	}
+	if b.Topic != "" {
+		n += 1 + protowire.SizeBytes(len(b.Topic))
+	}
+	for _, m := range b.Messages {
+		n += 1 + protowire.SizeBytes(len(m))
+	}
+	if b.DeadlineUnixNano != 0 {
+		n += 1 + protowire.SizeVarint(uint64(b.DeadlineUnixNano))
+	}
+	return n
+}
+
+// batchFrameSize is the encoded size of a StreamRequest holding b.
+func batchFrameSize(b *clusterv1.Batch) int { return 1 + protowire.SizeBytes(batchSize(b)) }
+
+// appendBatchFrame appends a StreamRequest holding b, fields in number
+// order and zero values omitted, as proto.Marshal writes it.
+func appendBatchFrame(buf []byte, b *clusterv1.Batch) []byte {
+	buf = protowire.AppendTag(buf, fieldRequestBatch, protowire.BytesType)
+	buf = protowire.AppendVarint(buf, uint64(batchSize(b)))
+	if b.BatchId != 0 {
+		buf = protowire.AppendTag(buf, fieldBatchID, protowire.VarintType)
+		buf = protowire.AppendVarint(buf, b.BatchId)
+	}
+	if b.Topic != "" {
+		buf = protowire.AppendTag(buf, fieldBatchTopic, protowire.BytesType)
+		buf = protowire.AppendString(buf, b.Topic)
+	}
+	for _, m := range b.Messages {
+		buf = protowire.AppendTag(buf, fieldBatchMessages, protowire.BytesType)
+		buf = protowire.AppendBytes(buf, m)
+	}
+	if b.DeadlineUnixNano != 0 {
+		buf = protowire.AppendTag(buf, fieldBatchDeadline, protowire.VarintType)
+		buf = protowire.AppendVarint(buf, uint64(b.DeadlineUnixNano))
+	}
+	return buf
+}

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Reproduces the write-throughput numbers of docs/performance.md with every
+# role in a separate process on loopback:
+#
+#   scripts/bench.sh standalone [bench flags...]   banyand standalone + load tool
+#   scripts/bench.sh cluster    [bench flags...]   etcd + 2 storage + 1 liaison + load tool
+#
+# It builds bin/banyand, starts the servers with fresh data directories,
+# runs `banyand bench --target ... --json` RUNS times (default 3) against
+# them and prints each run and the min/median/max of acked writes/s and of
+# the p99 ack latency. Extra flags go to `banyand bench` (e.g. --kind
+# measure, --count 400000, --rate 50000). Needs jq; cluster mode needs
+# etcd on PATH (Debian: apt-get install etcd-server).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:-}
+shift || true
+case "$mode" in
+standalone | cluster) ;;
+*)
+  echo "usage: $0 standalone|cluster [banyand bench flags...]" >&2
+  exit 2
+  ;;
+esac
+command -v jq >/dev/null || { echo "$0: jq is required" >&2; exit 2; }
+if [[ $mode == cluster ]]; then
+  command -v etcd >/dev/null || { echo "$0: etcd is required on PATH for cluster mode" >&2; exit 2; }
+fi
+RUNS=${RUNS:-3}
+
+go build -o bin/banyand ./cmd/banyand
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# free_port asks the kernel for a free loopback port.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# wait_ready polls an HTTP /readyz until it answers 200 (30 s at most).
+wait_ready() {
+  for _ in $(seq 300); do
+    curl -fs "http://$1/readyz" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "$0: $1/readyz not ready after 30s; logs in $work" >&2
+  exit 1
+}
+
+start() { # start NAME ARGS...: runs a process in the background, logging to $work/NAME.log
+  local name=$1
+  shift
+  "$@" >"$work/$name.log" 2>&1 &
+  pids+=($!)
+}
+
+client=127.0.0.1:$(free_port)
+if [[ $mode == standalone ]]; then
+  http=127.0.0.1:$(free_port)
+  start standalone bin/banyand standalone --grpc-addr "$client" --http-addr "$http" --data-path "$work/standalone"
+  wait_ready "$http"
+else
+  etcd_client=http://127.0.0.1:$(free_port)
+  etcd_peer=http://127.0.0.1:$(free_port)
+  start etcd etcd --data-dir "$work/etcd" --listen-client-urls "$etcd_client" --advertise-client-urls "$etcd_client" \
+    --listen-peer-urls "$etcd_peer" --initial-advertise-peer-urls "$etcd_peer" --initial-cluster "default=$etcd_peer"
+  for i in 0 1; do
+    http=127.0.0.1:$(free_port)
+    start "storage-$i" bin/banyand storage --node-name "data-$i" --grpc-addr "127.0.0.1:$(free_port)" \
+      --http-addr "$http" --data-path "$work/storage-$i" --etcd-endpoints "$etcd_client"
+    wait_ready "$http"
+  done
+  http=127.0.0.1:$(free_port)
+  start liaison bin/banyand liaison --grpc-addr "$client" --http-addr "$http" --etcd-endpoints "$etcd_client"
+  wait_ready "$http"
+fi
+
+results=()
+for run in $(seq "$RUNS"); do
+  out=$(bin/banyand bench --target "$client" --json "$@" 2>"$work/bench-$run.log") || {
+    echo "run $run failed:" >&2
+    cat "$work/bench-$run.log" >&2
+    echo "$out" >&2
+    exit 1
+  }
+  results+=("$out")
+  echo "$out" | jq -r --arg run "$run" \
+    '"run \($run): \(.acked)/\(.sent) acked, \(.acked_per_sec|floor) writes/s, p50 \(.ack_latency_ms.p50) ms, p99 \(.ack_latency_ms.p99) ms, errors \(.error_count), verify \(.verify.readable // "off")/\(.verify.checked // "-")"'
+done
+printf '%s\n' "${results[@]}" | jq -s -r --arg mode "$mode" '
+  def stats(f): (map(f) | sort) as $v | "min \($v[0]|floor)  median \($v[(($v|length)-1)/2|floor]|floor)  max \($v[-1]|floor)";
+  "\($mode), \(length) runs, \(.[0].kind), \(.[0].streams) streams, \(.[0].entities) entities, \(.[0].payload_bytes)-byte payload:",
+  "  acked writes/s  " + stats(.acked_per_sec),
+  "  p99 ack ms      " + stats(.ack_latency_ms.p99)'
