@@ -131,7 +131,9 @@ func (c *ClientConfig) tlsConfig(logger *slog.Logger) (*tls.Config, error) {
 }
 
 // NewClient creates an etcd client. It does not wait for a connection:
-// the registries retry until etcd answers.
+// the registries retry until etcd answers; except with a Username, where
+// the client logs in first and fails when etcd refuses the password or is
+// not reachable within DialTimeout.
 func NewClient(cfg ClientConfig) (*clientv3.Client, error) {
 	return NewClientWithLogger(cfg, nil)
 }
