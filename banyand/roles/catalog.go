@@ -12,9 +12,11 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/banyand-io/banyand/banyand/liaison"
+	"github.com/banyand-io/banyand/pkg/auth"
 	"github.com/banyand-io/banyand/pkg/queue"
 	"github.com/banyand-io/banyand/pkg/queue/pub"
 	"github.com/banyand-io/banyand/pkg/registry/etcd"
+	"github.com/banyand-io/banyand/pkg/tlsutil"
 )
 
 // MetricInfo describes one metric family a role serves on /metrics.
@@ -79,14 +81,16 @@ func catalogRole(reg prometheus.Registerer, role string) {
 			schema:    noSchemaStats{},
 			cache:     cache,
 			nodeWatch: func() etcd.NodeWatcherStats { return etcd.NodeWatcherStats{} },
+			security:  catalogSecurity(true),
 		})
 	case "storage":
 		m = registerStorageMetrics(reg, storageSources{
 			schema: noSchemaStats{}, cache: cache,
 			registrar: func() etcd.NodeRegistrarStats { return etcd.NodeRegistrarStats{} },
+			security:  catalogSecurity(false),
 		})
 	case "standalone":
-		m = registerStandaloneMetrics(reg, standaloneSources{schema: noSchemaStats{}, cache: cache})
+		m = registerStandaloneMetrics(reg, standaloneSources{schema: noSchemaStats{}, cache: cache, security: catalogSecurity(true)})
 	}
 	if m.writes != nil {
 		m.writes.received.WithLabelValues("", "")
@@ -99,6 +103,17 @@ func catalogRole(reg prometheus.Registerer, role string) {
 	if m.grpc != nil {
 		m.grpc.InitializeMetrics(oneMethod{})
 	}
+}
+
+// catalogSecurity is a role's security metrics with TLS and auth on.
+func catalogSecurity(clientAPI bool) *securityMetrics {
+	m := newSecurityMetrics(clientAPI)
+	m.addCert("", func() tlsutil.Stats { return tlsutil.Stats{} })
+	m.addHandshakes("", func() int64 { return 0 })
+	if clientAPI {
+		m.setAuth(func() auth.Stats { return auth.Stats{} })
+	}
+	return m
 }
 
 type noSchemaStats struct{}

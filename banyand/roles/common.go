@@ -30,12 +30,14 @@ type serverFlags struct {
 	GRPCAddr       string
 	MaxRecvMsgSize int
 	AckTimeout     time.Duration
+	Security       ClientSecurity
 }
 
 func (c *serverFlags) register(fs *pflag.FlagSet, defaultAddr string) {
 	fs.StringVar(&c.GRPCAddr, "grpc-addr", defaultAddr, "host:port of the BanyanDB-compatible client gRPC API")
 	fs.IntVar(&c.MaxRecvMsgSize, "max-recv-msg-size", DefaultMaxRecvSize, "largest gRPC message accepted from a client, in bytes; larger ones are refused with RESOURCE_EXHAUSTED")
 	fs.DurationVar(&c.AckTimeout, "ack-timeout", liaison.DefaultAckTimeout, "how long one write may wait for its data node's ack before the client gets an error status")
+	c.Security.register(fs)
 }
 
 func (c *serverFlags) validate() error {
@@ -49,6 +51,7 @@ func (c *serverFlags) validate() error {
 	if c.AckTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--ack-timeout %s: must be positive", c.AckTimeout))
 	}
+	errs = append(errs, c.Security.validate())
 	return errors.Join(errs...)
 }
 

@@ -33,6 +33,8 @@ type Liaison struct {
 	NodeName string
 	Etcd     etcd.ClientConfig
 	Queue    pub.Config
+	// ClusterTLS secures the streams to the data nodes.
+	ClusterTLS ClusterClientTLS
 
 	grpc *grpcServer
 	http *httpServer
@@ -45,11 +47,12 @@ func (l *Liaison) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&l.NodeName, "node-name", "", "this liaison's name in logs and in the data nodes' view (default: derived from --grpc-addr)")
 	l.Etcd.RegisterFlags(fs)
 	l.Queue.RegisterFlags(fs)
+	l.ClusterTLS.register(fs)
 }
 
 // Validate implements cli.Role.
 func (l *Liaison) Validate() error {
-	errs := []error{l.server.validate(), l.Etcd.Validate(), l.Queue.Validate()}
+	errs := []error{l.server.validate(), l.Etcd.Validate(), l.Queue.Validate(), l.ClusterTLS.validate()}
 	if l.HTTPAddr != "" {
 		errs = append(errs, checkAddr("--http-addr", l.HTTPAddr))
 	}
@@ -74,7 +77,7 @@ func (l *Liaison) HTTPBoundAddr() string { return httpAddrOf(l.http) }
 
 // Components implements cli.Role.
 func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
-	cli, err := etcd.NewClient(l.Etcd)
+	cli, err := etcd.NewClientWithLogger(l.Etcd, logger.With("component", "etcd-client"))
 	if err != nil {
 		return nil, err
 	}
@@ -95,10 +98,15 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 	cache := liaison.NewSchemaCache(logger.With("component", "schema"), placement.SetGroups)
 	qcfg := l.Queue
 	qcfg.NodeName = name
+	sec := newSecurityMetrics(true)
+	if qcfg.TLS, err = l.ClusterTLS.config(logger, sec); err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
 	publisher := pub.New(qcfg, pub.Deps{Placement: router, Logger: logger.With("component", "publisher")})
 	reg := newRoleRegistry()
 	metrics := registerLiaisonMetrics(reg, liaisonSources{
-		pubStats: publisher.Stats, maxBytes: qcfg.MaxBytesPerNode, schema: store, cache: cache, nodeWatch: nodeWatcher.Stats,
+		pubStats: publisher.Stats, maxBytes: qcfg.MaxBytesPerNode, schema: store, cache: cache, nodeWatch: nodeWatcher.Stats, security: sec,
 	})
 	services := liaison.NewServices(liaison.WriteConfig{AckTimeout: l.server.AckTimeout}, liaison.Deps{
 		Logger: logger.With("component", "liaison"), Schema: cache, Queue: publisher, Counters: metrics.writes,
@@ -106,6 +114,12 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 	watch := newNodeWatch(nodeWatcher, placement, logger)
 	meta := metadata.New(liaison.ReadYourWrites(store, cache))
 	opts := append(l.server.clientServerOptions(), grpcServerOptions(metrics.grpc)...)
+	secOpts, err := l.server.Security.serverOptions(logger, sec)
+	if err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
+	opts = append(opts, secOpts...)
 	l.grpc = newGRPCServer("client-grpc", l.server.GRPCAddr, logger, opts, func(s *grpc.Server) {
 		meta.Register(s)
 		services.Register(s)
@@ -121,7 +135,7 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 	return []run.Component{
 		l.http,
 		status,
-		&funcComponent{name: "etcd-client", stop: func(context.Context) error { return cli.Close() }},
+		etcdClientComponent(l.Etcd, cli.Close),
 		&schemaWatch{watcher: store, cache: cache, logger: logger},
 		watch,
 		&funcComponent{name: "publisher", stop: publisher.Close},

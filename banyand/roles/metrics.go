@@ -27,6 +27,7 @@ type liaisonSources struct {
 	schema    schemaStore
 	cache     *liaison.SchemaCache
 	nodeWatch func() etcd.NodeWatcherStats
+	security  *securityMetrics
 }
 
 // roleMetrics are the registered metrics a role's components update.
@@ -44,6 +45,7 @@ func registerLiaisonMetrics(reg prometheus.Registerer, src liaisonSources) roleM
 		func() int64 { return src.nodeWatch().Skipped })
 	counterFunc(reg, "banyand_registry_node_watch_relists_total", "Node watch re-lists after the first list.",
 		func() int64 { return src.nodeWatch().Relists })
+	reg.MustRegister(src.security)
 	return m
 }
 
@@ -52,6 +54,7 @@ type storageSources struct {
 	schema    schemaStore
 	cache     *liaison.SchemaCache
 	registrar func() etcd.NodeRegistrarStats
+	security  *securityMetrics
 }
 
 func registerStorageMetrics(reg prometheus.Registerer, src storageSources) roleMetrics {
@@ -62,19 +65,22 @@ func registerStorageMetrics(reg prometheus.Registerer, src storageSources) roleM
 		func() int64 { return src.registrar().Renewals })
 	counterFunc(reg, "banyand_registry_node_losses_total", "Leases of this node lost while registered.",
 		func() int64 { return src.registrar().Losses })
+	reg.MustRegister(src.security)
 	return roleMetrics{listeners: newListenerMetrics(reg)}
 }
 
 // standaloneSources are what a standalone's metrics read.
 type standaloneSources struct {
-	schema schemaStore
-	cache  *liaison.SchemaCache
+	schema   schemaStore
+	cache    *liaison.SchemaCache
+	security *securityMetrics
 }
 
 func registerStandaloneMetrics(reg prometheus.Registerer, src standaloneSources) roleMetrics {
 	m := roleMetrics{writes: newWriteCounters(reg), grpc: newGRPCMetrics(reg)}
 	registerSchemaMetrics(reg, src.schema, src.cache)
 	m.listeners = newListenerMetrics(reg)
+	reg.MustRegister(src.security)
 	return m
 }
 

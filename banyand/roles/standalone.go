@@ -81,13 +81,19 @@ func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 	cache := liaison.NewSchemaCache(logger.With("component", "schema"), nil)
 	store := storage.New(storage.Config{Dir: storageDir(s.DataPath)}, cache, logger)
 	promReg := newRoleRegistry()
-	metrics := registerStandaloneMetrics(promReg, standaloneSources{schema: reg, cache: cache})
+	sec := newSecurityMetrics(true)
+	metrics := registerStandaloneMetrics(promReg, standaloneSources{schema: reg, cache: cache, security: sec})
 	services := liaison.NewServices(liaison.WriteConfig{AckTimeout: s.server.AckTimeout}, liaison.Deps{
 		Logger: logger.With("component", "liaison"), Schema: cache, Queue: q, Counters: metrics.writes,
 	})
 	listeners := metrics.listeners
 	meta := metadata.New(liaison.ReadYourWrites(reg, cache))
 	opts := append(s.server.clientServerOptions(), grpcServerOptions(metrics.grpc)...)
+	secOpts, err := s.server.Security.serverOptions(logger, sec)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, secOpts...)
 	s.grpc = newGRPCServer("client-grpc", s.server.GRPCAddr, logger, opts, func(srv *grpc.Server) {
 		meta.Register(srv)
 		services.Register(srv)

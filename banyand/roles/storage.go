@@ -38,6 +38,8 @@ type Storage struct {
 	Etcd          etcd.ClientConfig
 	NodeTTL       time.Duration
 	Sub           sub.Config
+	// ClusterTLS secures the cluster protocol (Sub.TLS is built from it).
+	ClusterTLS ClusterServerTLS
 	// DebugListenerDelay delays every write batch (hidden fault-injection
 	// flag --debug-listener-delay; see docs/design/faults.md).
 	DebugListenerDelay time.Duration
@@ -58,6 +60,7 @@ func (s *Storage) RegisterFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&s.NodeTTL, "node-lease-ttl", etcd.DefaultNodeTTL, "how long this node stays routable after it dies without deregistering (whole seconds)")
 	fs.IntVar(&s.Sub.MaxRecvMsgSize, "max-recv-msg-size", sub.DefaultMaxRecvMsgSize, "largest cluster-protocol batch accepted, in bytes")
 	s.Etcd.RegisterFlags(fs)
+	s.ClusterTLS.register(fs)
 	fs.DurationVar(&s.DebugListenerDelay, "debug-listener-delay", 0, "fault injection: wait this long before handling each write batch")
 	_ = fs.MarkHidden("debug-listener-delay")
 }
@@ -65,7 +68,7 @@ func (s *Storage) RegisterFlags(fs *pflag.FlagSet) {
 // Validate implements cli.Role.
 func (s *Storage) Validate() error {
 	errs := []error{checkAddr("--grpc-addr", s.GRPCAddr), s.Etcd.Validate(), s.Sub.Validate(),
-		(&etcd.NodeConfig{TTL: s.NodeTTL}).Validate()}
+		(&etcd.NodeConfig{TTL: s.NodeTTL}).Validate(), s.ClusterTLS.validate()}
 	if s.AdvertiseAddr != "" {
 		errs = append(errs, checkAddr("--advertise-addr", s.AdvertiseAddr))
 	}
@@ -105,7 +108,7 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 	if s.NodeName != "" {
 		logger = logger.With("node", s.NodeName)
 	}
-	cli, err := etcd.NewClient(s.Etcd)
+	cli, err := etcd.NewClientWithLogger(s.Etcd, logger.With("component", "etcd-client"))
 	if err != nil {
 		return nil, err
 	}
@@ -122,15 +125,20 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 	if subCfg.NodeName == "" {
 		subCfg.NodeName = s.NodeName
 	}
+	sec := newSecurityMetrics(false)
+	if err := s.ClusterTLS.apply(&subCfg, logger, sec); err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
 	server := sub.New(subCfg, logger.With("component", "subscriber"))
 	reg := newRoleRegistry()
-	metrics := registerStorageMetrics(reg, storageSources{schema: schema, cache: cache, registrar: registrar.Stats})
+	metrics := registerStorageMetrics(reg, storageSources{schema: schema, cache: cache, registrar: registrar.Stats, security: sec})
 	s.http = newHTTPServer(s.HTTPAddr, logger, reg, nil)
 
 	serveSub := &subscriberComponent{role: s, server: server, store: store, metrics: metrics.listeners, logger: logger}
 	return []run.Component{
 		s.http,
-		&funcComponent{name: "etcd-client", stop: func(context.Context) error { return cli.Close() }},
+		etcdClientComponent(s.Etcd, cli.Close),
 		&schemaWatch{watcher: schema, cache: cache, logger: logger},
 		store,
 		&retention{store: store, ttls: cache.TTLs, logger: logger},

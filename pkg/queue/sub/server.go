@@ -17,7 +17,6 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -25,6 +24,7 @@ import (
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
 	"github.com/banyand-io/banyand/pkg/queue"
+	"github.com/banyand-io/banyand/pkg/tlsutil"
 )
 
 // ProtocolVersion is the cluster protocol version this server speaks.
@@ -53,6 +53,9 @@ type Config struct {
 	// TLS, when set, serves TLS; set ClientAuth (and ClientCAs) for mTLS.
 	// Nil serves plaintext.
 	TLS *tls.Config
+	// OnHandshakeFailure, when set with TLS, is told of every failed TLS
+	// handshake (a publisher without the right certificate, say).
+	OnHandshakeFailure func(remote net.Addr, err error)
 	// StopGrace bounds Stop's drain when its ctx has a later deadline or
 	// none. Default 10s.
 	StopGrace time.Duration
@@ -207,7 +210,7 @@ func (s *Server) serverOptions() []grpc.ServerOption {
 		grpc.ChainUnaryInterceptor(recovery.UnaryServerInterceptor(onPanic)),
 	}
 	if s.cfg.TLS != nil {
-		opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.TLS)))
+		opts = append(opts, grpc.Creds(tlsutil.ServerCredentials(s.cfg.TLS, s.cfg.OnHandshakeFailure)))
 	}
 	return opts
 }
