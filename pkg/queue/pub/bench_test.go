@@ -46,9 +46,51 @@ func benchNode(b testing.TB) (*testNode, *atomic.Int64) {
 	return n, &got
 }
 
-// BenchmarkPublish: concurrent publishers (one per GOMAXPROCS) through the
-// full client: routing, futures, batching, pipelining, acks.
-func BenchmarkPublish(b *testing.B) {
+// BenchmarkPublish: one publisher — one goroutine calling Publish on one
+// BatchPublisher, as the baseline has one goroutine building batches —
+// through the full client: routing, futures, batching, pipelining, acks.
+// This is the pair the target compares.
+func BenchmarkPublish(b *testing.B) { benchPublish(b, false) }
+
+// BenchmarkPublishParallel: GOMAXPROCS publishers sharing the client, as
+// the liaison's client write streams do.
+func BenchmarkPublishParallel(b *testing.B) { benchPublish(b, true) }
+
+// publishLoop publishes until next says stop, keeping benchWindow futures
+// outstanding, then waits for the rest.
+func publishLoop(b *testing.B, c *pub.Client, sh uint32, payload []byte, next func() bool) {
+	ctx := context.Background()
+	p := c.NewBatchPublisher(time.Minute)
+	defer p.Close()
+	ring := make([]queue.Future, benchWindow)
+	i := 0
+	for next() {
+		slot := &ring[i%benchWindow]
+		if *slot != nil {
+			if err := (*slot).Get(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+		f, err := p.Publish(ctx, topic, queue.Message{Group: group, Shard: sh, Payload: payload})
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		*slot = f
+		i++
+	}
+	for _, f := range ring {
+		if f != nil {
+			if err := f.Get(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	}
+}
+
+func benchPublish(b *testing.B, parallel bool) {
 	n, got := benchNode(b)
 	c := newClient(b, pub.Config{NodeName: "bench"}, newRouter(b, n))
 	payload := make([]byte, benchMsgBytes)
@@ -65,37 +107,14 @@ func BenchmarkPublish(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	start, cpu0 := time.Now(), cpuTime(b)
-	b.RunParallel(func(pb *testing.PB) {
-		p := c.NewBatchPublisher(time.Minute)
-		defer p.Close()
-		sh := shard.Add(1) % shardNum
-		ring := make([]queue.Future, benchWindow)
-		i := 0
-		for pb.Next() {
-			slot := &ring[i%benchWindow]
-			if *slot != nil {
-				if err := (*slot).Get(ctx); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-			f, err := p.Publish(ctx, topic, queue.Message{Group: group, Shard: sh, Payload: payload})
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			*slot = f
-			i++
-		}
-		for _, f := range ring {
-			if f != nil {
-				if err := f.Get(ctx); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}
-	})
+	if parallel {
+		b.RunParallel(func(pb *testing.PB) {
+			publishLoop(b, c, shard.Add(1)%shardNum, payload, pb.Next)
+		})
+	} else {
+		left := b.N
+		publishLoop(b, c, 0, payload, func() bool { left--; return left >= 0 })
+	}
 	elapsed, cpu := time.Since(start), cpuTime(b)-cpu0
 	b.StopTimer()
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/msg")
