@@ -8,12 +8,10 @@ import (
 	"net"
 	"sync"
 
+	"github.com/banyand-io/banyand/pkg/grpchealth"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
-	"google.golang.org/grpc/status"
 )
 
 // grpcServer is a run component serving a grpc.Server on one address, with
@@ -26,21 +24,17 @@ type grpcServer struct {
 	addr   string
 	logger *slog.Logger
 	server *grpc.Server
-	health *health.Server
-	// endWatches ends health Watch streams when draining begins; a watch
-	// never ends on its own and would hold a graceful stop to its deadline.
-	watchCtx   context.Context
-	endWatches context.CancelFunc
+	// health's Watch streams end when draining begins (see grpchealth).
+	health *grpchealth.Service
 
 	mu  sync.Mutex
 	lis net.Listener
 }
 
 func newGRPCServer(name, addr string, logger *slog.Logger, opts []grpc.ServerOption, register func(*grpc.Server)) *grpcServer {
-	s := &grpcServer{name: name, addr: addr, logger: logger, server: grpc.NewServer(opts...), health: health.NewServer()}
-	s.watchCtx, s.endWatches = context.WithCancel(context.Background())
+	s := &grpcServer{name: name, addr: addr, logger: logger, server: grpc.NewServer(opts...), health: grpchealth.New()}
 	register(s.server)
-	healthpb.RegisterHealthServer(s.server, healthService{Server: s.health, watchCtx: s.watchCtx})
+	s.health.Register(s.server)
 	reflection.Register(s.server)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	return s
@@ -95,8 +89,7 @@ func (s *grpcServer) Serve(ctx context.Context) error {
 // Stop drains: new RPCs are refused, running ones (client write streams)
 // may finish until ctx's deadline, then connections are closed.
 func (s *grpcServer) Stop(ctx context.Context) error {
-	s.health.Shutdown()
-	s.endWatches()
+	s.health.EndWatches()
 	done := make(chan struct{})
 	go func() {
 		s.server.GracefulStop()
@@ -111,32 +104,3 @@ func (s *grpcServer) Stop(ctx context.Context) error {
 		return fmt.Errorf("%s: forced to stop with RPCs still running: %w", s.name, ctx.Err())
 	}
 }
-
-// healthService is grpc's health server whose Watch streams end, with a
-// last NOT_SERVING, once watchCtx is cancelled.
-type healthService struct {
-	*health.Server
-	watchCtx context.Context
-}
-
-func (h healthService) Watch(req *healthpb.HealthCheckRequest, stream grpc.ServerStreamingServer[healthpb.HealthCheckResponse]) error {
-	ctx, cancel := context.WithCancel(stream.Context())
-	defer cancel()
-	stop := context.AfterFunc(h.watchCtx, cancel)
-	defer stop()
-	err := h.Server.Watch(req, watchStream{stream, ctx})
-	if h.watchCtx.Err() == nil || stream.Context().Err() != nil {
-		return err
-	}
-	// Draining: the watch may have ended before the health server sent
-	// NOT_SERVING; say it, then hang up.
-	_ = stream.Send(&healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_NOT_SERVING})
-	return status.Error(codes.Unavailable, "server is draining")
-}
-
-type watchStream struct {
-	grpc.ServerStreamingServer[healthpb.HealthCheckResponse]
-	ctx context.Context
-}
-
-func (w watchStream) Context() context.Context { return w.ctx }

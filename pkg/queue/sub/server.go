@@ -17,12 +17,12 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
+	"github.com/banyand-io/banyand/pkg/grpchealth"
 	"github.com/banyand-io/banyand/pkg/queue"
 	"github.com/banyand-io/banyand/pkg/tlsutil"
 )
@@ -91,13 +91,11 @@ func (c Config) withDefaults() Config {
 type Server struct {
 	clusterv1.UnimplementedQueueServiceServer
 
-	cfg    Config
-	log    *slog.Logger
-	health *health.Server
-	// endWatches ends health Watch streams once the queue streams have
-	// drained; they would hold a graceful stop forever otherwise.
-	watchCtx   context.Context
-	endWatches context.CancelFunc
+	cfg Config
+	log *slog.Logger
+	// health's Watch streams are ended once the queue streams have
+	// drained (see grpchealth); they would hold a graceful stop forever.
+	health *grpchealth.Service
 
 	// topics is replaced, never modified, under mu: the stream path reads
 	// it without a lock.
@@ -126,11 +124,10 @@ func New(cfg Config, logger *slog.Logger) *Server {
 	s := &Server{
 		cfg:      cfg.withDefaults(),
 		log:      logger.With("component", "queue-sub"),
-		health:   health.NewServer(),
+		health:   grpchealth.New(),
 		draining: make(chan struct{}),
 		stopped:  make(chan struct{}),
 	}
-	s.watchCtx, s.endWatches = context.WithCancel(context.Background())
 	s.topics.Store(&map[queue.Topic]queue.Listener{})
 	// Not serving until Serve runs.
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
@@ -177,7 +174,7 @@ func (s *Server) Serve(lis net.Listener) error {
 	}
 	s.gs = grpc.NewServer(s.serverOptions()...)
 	clusterv1.RegisterQueueServiceServer(s.gs, s)
-	healthpb.RegisterHealthServer(s.gs, healthService{Server: s.health, watchCtx: s.watchCtx})
+	s.health.Register(s.gs)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(clusterv1.QueueService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	gs := s.gs
@@ -262,7 +259,7 @@ func (s *Server) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return s.forceStop(ctx, gs)
 	}
-	s.endWatches()
+	s.health.EndWatches()
 	if gs != nil {
 		// GracefulStop returns once every connection has flushed its last
 		// frames (the final acks and statuses) and closed.
@@ -277,7 +274,7 @@ func (s *Server) Stop(ctx context.Context) error {
 }
 
 func (s *Server) forceStop(ctx context.Context, gs *grpc.Server) error {
-	s.endWatches()
+	s.health.EndWatches()
 	n := s.inflight.Load()
 	if gs != nil {
 		gs.Stop()
