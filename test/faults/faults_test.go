@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/banyand-io/banyand/internal/pauseproxy"
 )
 
 const (
@@ -156,8 +158,8 @@ func TestPausedDataNodeUnderLoad(t *testing.T) {
 	c := newCluster(t)
 	c.newDataNode(0)
 	d1 := c.dataNodeSpec(1)
-	px := startProxy(t, d1.addr)
-	d1.args = []string{"--advertise-addr", px.addr()}
+	px := pauseproxy.Start(t, d1.addr)
+	d1.args = []string{"--advertise-addr", px.Addr()}
 	c.startDataNode(d1)
 	lia := c.newLiaison("--queue-retry-budget", "1s")
 	conn := dial(t, lia.addr)
@@ -167,11 +169,11 @@ func TestPausedDataNodeUnderLoad(t *testing.T) {
 	ld := startLoad(t, conn)
 	ld.waitAcked(warmAcks, startupAcks)
 	pausedAt := time.Now()
-	px.pause()
+	px.Pause()
 	t.Logf("paused the proxy of %s after %d acks", d1.name, ld.acked.Load())
 	time.Sleep(pauseWindow)
 	resumedAt := time.Now()
-	px.unpause()
+	px.Resume()
 	time.Sleep(faultWindow)
 	outs := ld.finish()
 

@@ -8,131 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
-
-// proxy is a TCP proxy in front of one upstream address. Paused, it stops
-// copying in both directions without closing anything: to its peers the
-// node behind it is alive and silent.
-type proxy struct {
-	lis      net.Listener
-	upstream string
-
-	mu     sync.Mutex
-	resume chan struct{} // non-nil while paused; closed by unpause
-	conns  []net.Conn
-	closed bool
-	wg     sync.WaitGroup
-}
-
-func startProxy(t *testing.T, upstream string) *proxy {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{lis: lis, upstream: upstream}
-	p.wg.Go(p.accept)
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *proxy) addr() string { return p.lis.Addr().String() }
-
-func (p *proxy) accept() {
-	for {
-		down, err := p.lis.Accept()
-		if err != nil {
-			return
-		}
-		up, err := net.Dial("tcp", p.upstream)
-		if err != nil {
-			_ = down.Close()
-			continue
-		}
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			_ = down.Close()
-			_ = up.Close()
-			return
-		}
-		p.conns = append(p.conns, down, up)
-		p.mu.Unlock()
-		p.wg.Go(func() { p.copy(up, down) })
-		p.wg.Go(func() { p.copy(down, up) })
-	}
-}
-
-// copy moves bytes from src to dst, holding them while paused; when either
-// side fails both are closed.
-func (p *proxy) copy(dst, src net.Conn) {
-	defer func() { _ = dst.Close(); _ = src.Close() }()
-	buf := make([]byte, 32<<10)
-	for {
-		p.wait()
-		n, err := src.Read(buf)
-		if n > 0 {
-			p.wait()
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// wait blocks while the proxy is paused.
-func (p *proxy) wait() {
-	p.mu.Lock()
-	ch := p.resume
-	p.mu.Unlock()
-	if ch != nil {
-		<-ch
-	}
-}
-
-func (p *proxy) pause() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.resume == nil {
-		p.resume = make(chan struct{})
-	}
-}
-
-func (p *proxy) unpause() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.resume != nil {
-		close(p.resume)
-		p.resume = nil
-	}
-}
-
-func (p *proxy) close() {
-	_ = p.lis.Close()
-	p.mu.Lock()
-	p.closed = true
-	conns := p.conns
-	p.mu.Unlock()
-	p.unpause()
-	for _, c := range conns {
-		_ = c.Close()
-	}
-	p.wg.Wait()
-}
 
 // registeredNodes returns the data nodes registered in etcd (banyand's
 // default namespace): name -> the key's create revision, which changes

@@ -166,7 +166,7 @@ func TestStuckNodeReplaced(t *testing.T) {
 	if acked, failed := outcomes(t, publishN(ctx, t, p, "warm", 4*shardNum)); len(failed) > 0 {
 		t.Fatalf("warm-up: %d acked, failures %v", len(acked), failed)
 	}
-	a.proxy.pause()
+	a.proxy.Pause()
 	msgs := publishN(ctx, t, p, "stuck", 2000)
 	acked, failed := outcomes(t, msgs)
 	if len(failed) > 0 {
@@ -192,7 +192,7 @@ func TestStuckNodeReplaced(t *testing.T) {
 	}
 
 	// Once it answers again it is used again.
-	a.proxy.unpause()
+	a.proxy.Resume()
 	eventually(t, "node a back up", func() bool { ns, _ := nodeStats(c, "a"); return !ns.Down })
 	before := recA.countDistinct()
 	if _, failed := outcomes(t, publishN(ctx, t, p, "back", 4*shardNum)); len(failed) > 0 {

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/banyand-io/banyand/internal/pauseproxy"
 	"github.com/banyand-io/banyand/pkg/queue"
 	"github.com/banyand-io/banyand/pkg/queue/pub"
 	"github.com/banyand-io/banyand/pkg/queue/sub"
@@ -31,8 +32,8 @@ const (
 type testNode struct {
 	name     string
 	srv      *sub.Server
-	addr     string // what the placement table advertises
-	proxy    *proxy // nil unless behindProxy
+	addr     string            // what the placement table advertises
+	proxy    *pauseproxy.Proxy // nil unless behindProxy
 	served   chan error
 	stopOnce sync.Once
 }
@@ -52,8 +53,8 @@ func startNode(t testing.TB, name string, behindProxy bool, topics map[queue.Top
 	n := &testNode{name: name, srv: srv, addr: lis.Addr().String(), served: make(chan error, 1)}
 	go func() { n.served <- srv.Serve(lis) }()
 	if behindProxy {
-		n.proxy = newProxy(t, n.addr)
-		n.addr = n.proxy.addr()
+		n.proxy = pauseproxy.Start(t, n.addr)
+		n.addr = n.proxy.Addr()
 	}
 	t.Cleanup(func() { n.stop(t, time.Second) })
 	return n
@@ -64,7 +65,7 @@ func startNode(t testing.TB, name string, behindProxy bool, topics map[queue.Top
 func (n *testNode) stop(t testing.TB, grace time.Duration) {
 	n.stopOnce.Do(func() {
 		if n.proxy != nil {
-			n.proxy.close()
+			n.proxy.Close()
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
@@ -208,139 +209,4 @@ func (r *recorder) count() (distinct, calls int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.seen), r.calls
-}
-
-// proxy forwards TCP to a target and can be paused (it stops copying bytes
-// but keeps connections open: a node that stops answering) or closed (every
-// connection cut: a node that died).
-type proxy struct {
-	lis    net.Listener
-	target string
-	wg     sync.WaitGroup
-
-	mu     sync.Mutex
-	resume chan struct{} // non-nil while paused; closed on resume
-	conns  map[net.Conn]struct{}
-	done   chan struct{}
-	closed bool
-}
-
-func newProxy(t testing.TB, target string) *proxy {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{lis: lis, target: target, conns: map[net.Conn]struct{}{}, done: make(chan struct{})}
-	p.wg.Add(1)
-	go p.accept()
-	return p
-}
-
-func (p *proxy) addr() string { return p.lis.Addr().String() }
-
-func (p *proxy) accept() {
-	defer p.wg.Done()
-	for {
-		c, err := p.lis.Accept()
-		if err != nil {
-			return
-		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		if !p.track(c, up) {
-			return
-		}
-		p.wg.Add(2)
-		go p.pipe(c, up)
-		go p.pipe(up, c)
-	}
-}
-
-func (p *proxy) track(cs ...net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		for _, c := range cs {
-			c.Close()
-		}
-		return false
-	}
-	for _, c := range cs {
-		p.conns[c] = struct{}{}
-	}
-	return true
-}
-
-func (p *proxy) pipe(dst, src net.Conn) {
-	defer p.wg.Done()
-	defer dst.Close()
-	defer src.Close()
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			if !p.waitResumed() {
-				return
-			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (p *proxy) waitResumed() bool {
-	p.mu.Lock()
-	ch := p.resume
-	p.mu.Unlock()
-	if ch == nil {
-		return true
-	}
-	select {
-	case <-ch:
-		return true
-	case <-p.done:
-		return false
-	}
-}
-
-func (p *proxy) pause() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.resume == nil {
-		p.resume = make(chan struct{})
-	}
-}
-
-func (p *proxy) unpause() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.resume != nil {
-		close(p.resume)
-		p.resume = nil
-	}
-}
-
-// close cuts every connection and stops accepting.
-func (p *proxy) close() {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return
-	}
-	p.closed = true
-	close(p.done)
-	p.lis.Close()
-	for c := range p.conns {
-		c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
 }
