@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 
 	"github.com/spf13/pflag"
 )
@@ -14,7 +15,7 @@ import (
 // one. They cover this process only: with --standalone that is client and
 // server together, which is the point (the client's share shows).
 type Profiles struct {
-	CPU, Mem, Block, Mutex string
+	CPU, Mem, Block, Mutex, Trace string
 }
 
 func (p *Profiles) registerFlags(fs *pflag.FlagSet) {
@@ -22,6 +23,7 @@ func (p *Profiles) registerFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&p.Mem, "memprofile", "", "write an allocation profile (allocs) of the write phase to this file")
 	fs.StringVar(&p.Block, "blockprofile", "", "write a blocking profile of the write phase to this file (sampling every blocking event above 10µs)")
 	fs.StringVar(&p.Mutex, "mutexprofile", "", "write a mutex contention profile of the write phase to this file")
+	fs.StringVar(&p.Trace, "trace", "", "write an execution trace of the write phase to this file (go tool trace; -pprof=sched shows scheduling delays)")
 }
 
 // blockRateNanos samples blocking events of 10µs and more; finer sampling
@@ -40,6 +42,18 @@ func (p Profiles) start() (stop func() error, err error) {
 			return nil, fmt.Errorf("cpu profile: %w", err)
 		}
 	}
+	var tr *os.File
+	if p.Trace != "" {
+		if tr, err = os.Create(p.Trace); err != nil {
+			stopCPU(cpu)
+			return nil, fmt.Errorf("trace: %w", err)
+		}
+		if err = trace.Start(tr); err != nil {
+			_ = tr.Close()
+			stopCPU(cpu)
+			return nil, fmt.Errorf("trace: %w", err)
+		}
+	}
 	if p.Block != "" {
 		runtime.SetBlockProfileRate(blockRateNanos)
 	}
@@ -51,9 +65,10 @@ func (p Profiles) start() (stop func() error, err error) {
 	}
 	return func() error {
 		var errs []error
-		if cpu != nil {
-			pprof.StopCPUProfile()
-			errs = append(errs, cpu.Close())
+		errs = append(errs, stopCPU(cpu))
+		if tr != nil {
+			trace.Stop()
+			errs = append(errs, tr.Close())
 		}
 		write := func(name, file string) {
 			if file == "" {
@@ -77,4 +92,13 @@ func (p Profiles) start() (stop func() error, err error) {
 		}
 		return errors.Join(errs...)
 	}, nil
+}
+
+// stopCPU stops the CPU profile written to f, if any.
+func stopCPU(f *os.File) error {
+	if f == nil {
+		return nil
+	}
+	pprof.StopCPUProfile()
+	return f.Close()
 }
