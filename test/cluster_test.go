@@ -56,14 +56,7 @@ func (c *cluster) startDataNode(i int) *runningRole {
 	s.NodeName = fmt.Sprintf("data-%d", i)
 	s.NodeTTL = 2 * time.Second
 	s.Etcd.Endpoints = []string{c.etcd.Endpoint()}
-	if err := s.Validate(); err != nil {
-		c.t.Fatal(err)
-	}
-	comps, err := s.Components(testLogger(c.t))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return startRole(c.t, s.NodeName, comps, func() bool { return s.ClusterAddr() != "" })
+	return runStorage(c.t, &s)
 }
 
 // waitRegistered waits until n data nodes are registered, so a liaison
@@ -84,14 +77,7 @@ func (c *cluster) startLiaison() *grpc.ClientConn {
 	l.SetClientAddr("127.0.0.1:0")
 	l.HTTPAddr = ""
 	l.Etcd.Endpoints = []string{c.etcd.Endpoint()}
-	if err := l.Validate(); err != nil {
-		c.t.Fatal(err)
-	}
-	comps, err := l.Components(testLogger(c.t))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	startRole(c.t, "liaison", comps, func() bool { return l.ClientAddr() != "" })
+	runClientRole(c.t, "liaison", &l)
 	return dial(c.t, l.ClientAddr())
 }
 

@@ -77,15 +77,45 @@ func startStandalone(t *testing.T, dir string) (*grpc.ClientConn, *runningRole) 
 	t.Helper()
 	var sa roles.Standalone
 	sa.SetDefaults("127.0.0.1:0", dir)
-	if err := sa.Validate(); err != nil {
+	r := runClientRole(t, "standalone", &sa)
+	return dial(t, sa.ClientAddr()), r
+}
+
+// role is what the harness needs of a configured role.
+type role interface {
+	Validate() error
+	Components(*slog.Logger) ([]run.Component, error)
+}
+
+// runRole validates r, builds its components and starts them (see
+// startRole); ready says when it is up.
+func runRole(t *testing.T, name string, r role, ready func() bool) *runningRole {
+	t.Helper()
+	if err := r.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	comps, err := sa.Components(testLogger(t))
+	comps, err := r.Components(testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := startRole(t, "standalone", comps, func() bool { return sa.ClientAddr() != "" })
-	return dial(t, sa.ClientAddr()), r
+	return startRole(t, name, comps, ready)
+}
+
+// runStorage starts a configured data node and returns once its cluster
+// port listens.
+func runStorage(t *testing.T, s *roles.Storage) *runningRole {
+	t.Helper()
+	return runRole(t, s.NodeName, s, func() bool { return s.ClusterAddr() != "" })
+}
+
+// runClientRole starts a configured liaison or standalone and returns once
+// its client port listens.
+func runClientRole(t *testing.T, name string, r interface {
+	role
+	ClientAddr() string
+}) *runningRole {
+	t.Helper()
+	return runRole(t, name, r, func() bool { return r.ClientAddr() != "" })
 }
 
 func dial(t *testing.T, addr string) *grpc.ClientConn {

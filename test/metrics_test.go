@@ -98,28 +98,14 @@ func TestClusterMetrics(t *testing.T) {
 	s.GRPCAddr, s.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
 	s.DataPath, s.NodeName, s.NodeTTL = t.TempDir(), "data-0", 2*time.Second
 	s.Etcd.Endpoints = []string{etcdSrv.Endpoint()}
-	if err := s.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	comps, err := s.Components(testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	startRole(t, s.NodeName, comps, func() bool { return s.ClusterAddr() != "" })
+	runStorage(t, &s)
 
 	var l roles.Liaison
 	l.SetDefaults()
 	l.SetClientAddr("127.0.0.1:0")
 	l.HTTPAddr = "127.0.0.1:0"
 	l.Etcd.Endpoints = []string{etcdSrv.Endpoint()}
-	if err := l.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	comps, err = l.Components(testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	startRole(t, "liaison", comps, func() bool { return l.ClientAddr() != "" })
+	runClientRole(t, "liaison", &l)
 	conn := dial(t, l.ClientAddr())
 
 	const n = 300

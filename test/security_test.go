@@ -70,14 +70,7 @@ func startSecureCluster(t *testing.T, dataNodes int) *secureCluster {
 		s.Etcd.TLSCAFile, s.Etcd.TLSCertFile, s.Etcd.TLSKeyFile = c.caFile, etcdClientCert, etcdClientKey
 		cert, key := ca.IssueFiles(dir, s.NodeName)
 		s.ClusterTLS = roles.ClusterServerTLS{CertFile: cert, KeyFile: key, CAFile: c.caFile}
-		if err := s.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		comps, err := s.Components(testLogger(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		startRole(t, s.NodeName, comps, func() bool { return s.ClusterAddr() != "" })
+		runStorage(t, &s)
 	}
 
 	var l roles.Liaison
@@ -90,14 +83,7 @@ func startSecureCluster(t *testing.T, dataNodes int) *secureCluster {
 	l.ClusterTLS = roles.ClusterClientTLS{CAFile: c.caFile, CertFile: clusterCert, KeyFile: clusterKey}
 	apiCert, apiKey := ca.IssueFiles(dir, "liaison-api")
 	l.SetClientSecurity(roles.ClientSecurity{TLS: true, CertFile: apiCert, KeyFile: apiKey, AuthFile: writeAuthFile(t, dir)})
-	if err := l.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	comps, err := l.Components(testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	startRole(t, "liaison", comps, func() bool { return l.ClientAddr() != "" })
+	runClientRole(t, "liaison", &l)
 	c.liaisonAddr = l.ClientAddr()
 	return c
 }
@@ -215,14 +201,7 @@ func TestClientAPICertificateRotation(t *testing.T) {
 	var sa roles.Standalone
 	sa.SetDefaults("127.0.0.1:0", t.TempDir())
 	sa.SetClientSecurity(roles.ClientSecurity{TLS: true, CertFile: certFile, KeyFile: keyFile})
-	if err := sa.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	comps, err := sa.Components(testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	startRole(t, "standalone", comps, func() bool { return sa.ClientAddr() != "" })
+	runClientRole(t, "standalone", &sa)
 
 	// servedSerial makes a new connection and returns the serial of the
 	// certificate the server presented on it.

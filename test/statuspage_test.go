@@ -86,14 +86,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		s.GRPCAddr, s.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
 		s.DataPath, s.NodeName, s.NodeTTL = t.TempDir(), fmt.Sprintf("data-%d", i), 2*time.Second
 		s.Etcd.Endpoints = []string{etcdSrv.Endpoint()}
-		if err := s.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		comps, err := s.Components(testLogger(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		startRole(t, s.NodeName, comps, func() bool { return s.ClusterAddr() != "" })
+		runStorage(t, &s)
 		dataNodes = append(dataNodes, route.Node{Name: s.NodeName, Addr: s.ClusterAddr()})
 	}
 
@@ -103,14 +96,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	l.HTTPAddr = "127.0.0.1:0"
 	l.NodeName = "liaison-browser"
 	l.Etcd.Endpoints = []string{etcdSrv.Endpoint()}
-	if err := l.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	comps, err := l.Components(testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	startRole(t, "liaison", comps, func() bool { return l.ClientAddr() != "" })
+	runClientRole(t, "liaison", &l)
 	conn := dial(t, l.ClientAddr())
 
 	const shards = 4
