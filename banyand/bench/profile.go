@@ -45,12 +45,12 @@ func (p Profiles) start() (stop func() error, err error) {
 	var tr *os.File
 	if p.Trace != "" {
 		if tr, err = os.Create(p.Trace); err != nil {
-			stopCPU(cpu)
+			_ = stopCPU(cpu)
 			return nil, fmt.Errorf("trace: %w", err)
 		}
 		if err = trace.Start(tr); err != nil {
 			_ = tr.Close()
-			stopCPU(cpu)
+			_ = stopCPU(cpu)
 			return nil, fmt.Errorf("trace: %w", err)
 		}
 	}
