@@ -124,6 +124,10 @@ func TestClusterMetrics(t *testing.T) {
 	lm.want(t, "publisher messages", atLeast(n), "banyand_publisher_messages_sent_total")
 	lm.want(t, "publisher batches", positive, "banyand_publisher_batches_sent_total")
 	lm.want(t, "publisher bound", positive, "banyand_publisher_max_bytes_per_node")
+	lm.want(t, "batch size histogram", positive, "banyand_publisher_batch_messages_count")
+	lm.want(t, "messages in the batch size histogram", atLeast(n), "banyand_publisher_batch_messages_sum")
+	lm.want(t, "ack latency histogram", positive, "banyand_publisher_ack_latency_seconds_count", `node="data-0"`)
+	lm.want(t, "ack latency total", positive, "banyand_publisher_ack_latency_seconds_sum", `node="data-0"`)
 	for _, name := range []string{"banyand_publisher_bytes_in_use", "banyand_publisher_reconnects_total",
 		"banyand_publisher_replaced_messages_total", "banyand_publisher_under_replicated_copies_total",
 		"banyand_registry_schema_resyncs_total", "banyand_registry_schema_skipped_total",

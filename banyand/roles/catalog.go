@@ -76,8 +76,11 @@ func catalogRole(reg prometheus.Registerer, role string) {
 	var m roleMetrics
 	switch role {
 	case "liaison":
+		batches := newPublisherObserver()
+		batches.BatchAcked("", 0)
 		m = registerLiaisonMetrics(reg, liaisonSources{
 			pubStats:  func() pub.Stats { return pub.Stats{Nodes: []pub.NodeStats{{}}} },
+			pubBatch:  batches,
 			schema:    noSchemaStats{},
 			cache:     cache,
 			nodeWatch: func() etcd.NodeWatcherStats { return etcd.NodeWatcherStats{} },

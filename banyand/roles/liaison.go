@@ -103,10 +103,11 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 		_ = cli.Close()
 		return nil, err
 	}
-	publisher := pub.New(qcfg, pub.Deps{Placement: router, Logger: logger.With("component", "publisher")})
+	batches := newPublisherObserver()
+	publisher := pub.New(qcfg, pub.Deps{Placement: router, Logger: logger.With("component", "publisher"), Observer: batches})
 	reg := newRoleRegistry()
 	metrics := registerLiaisonMetrics(reg, liaisonSources{
-		pubStats: publisher.Stats, maxBytes: qcfg.MaxBytesPerNode, schema: store, cache: cache, nodeWatch: nodeWatcher.Stats, security: sec,
+		pubStats: publisher.Stats, pubBatch: batches, maxBytes: qcfg.MaxBytesPerNode, schema: store, cache: cache, nodeWatch: nodeWatcher.Stats, security: sec,
 	})
 	services := liaison.NewServices(liaison.WriteConfig{AckTimeout: l.server.AckTimeout}, liaison.Deps{
 		Logger: logger.With("component", "liaison"), Schema: cache, Queue: publisher, Counters: metrics.writes,

@@ -23,6 +23,7 @@ import (
 // liaisonSources are what a liaison's metrics read.
 type liaisonSources struct {
 	pubStats  func() pub.Stats
+	pubBatch  *publisherObserver
 	maxBytes  int64
 	schema    schemaStore
 	cache     *liaison.SchemaCache
@@ -39,7 +40,7 @@ type roleMetrics struct {
 
 func registerLiaisonMetrics(reg prometheus.Registerer, src liaisonSources) roleMetrics {
 	m := roleMetrics{writes: newWriteCounters(reg), grpc: newGRPCMetrics(reg)}
-	reg.MustRegister(newPublisherCollector(src.pubStats, src.maxBytes))
+	reg.MustRegister(newPublisherCollector(src.pubStats, src.maxBytes), src.pubBatch)
 	registerSchemaMetrics(reg, src.schema, src.cache)
 	counterFunc(reg, "banyand_registry_node_watch_skipped_total", "Node registry entries skipped as invalid, each time read.",
 		func() int64 { return src.nodeWatch().Skipped })
@@ -333,4 +334,42 @@ func streamMetricsInterceptor(m *grpcprom.ServerMetrics) grpc.StreamServerInterc
 		}
 		return inner(srv, ss, info, func(srv any, _ grpc.ServerStream) error { return handler(srv, ss) })
 	}
+}
+
+// publisherObserver is the publisher's pub.Observer: the size of the
+// batches it sends and how long each takes to be acked, per data node.
+type publisherObserver struct {
+	batchMessages prometheus.Histogram
+	ackLatency    *prometheus.HistogramVec
+}
+
+func newPublisherObserver() *publisherObserver {
+	return &publisherObserver{
+		batchMessages: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "banyand_publisher_batch_messages",
+			Help:    "Messages per batch written to data nodes (batches grow with load: there is no linger).",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 7), // 1 .. 4096
+		}),
+		ackLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "banyand_publisher_ack_latency_seconds",
+			Help:    "Time from writing a batch to a data node to its ack (the node's synced commit included), by node.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16), // 0.5 ms .. 16 s
+		}, []string{"node"}),
+	}
+}
+
+func (o *publisherObserver) BatchSent(_ string, msgs int) { o.batchMessages.Observe(float64(msgs)) }
+
+func (o *publisherObserver) BatchAcked(node string, latency time.Duration) {
+	o.ackLatency.WithLabelValues(node).Observe(latency.Seconds())
+}
+
+func (o *publisherObserver) Describe(ch chan<- *prometheus.Desc) {
+	o.batchMessages.Describe(ch)
+	o.ackLatency.Describe(ch)
+}
+
+func (o *publisherObserver) Collect(ch chan<- prometheus.Metric) {
+	o.batchMessages.Collect(ch)
+	o.ackLatency.Collect(ch)
 }

@@ -22,6 +22,7 @@ type batch struct {
 	bytes       int64    // payload bytes, charged to the node's budget
 	minDeadline int64    // of unresolved messages: when the sweep must look
 	maxDeadline int64    // sent as the frame's deadline: the batch is moot after it
+	sentAt      int64    // unix nano it was taken into flight, for the ack latency
 
 	// out settles the batch's own messages at once on a clean, on-time
 	// ack (see outcome). A message is the batch's own when it was queued
@@ -525,8 +526,9 @@ func (n *node) take(s *stream) (*batch, takeResult) {
 	}
 	b.id = s.nextID
 	s.nextID++
+	b.sentAt = time.Now().UnixNano()
 	if len(s.pending) == 0 {
-		s.lastProgress = time.Now().UnixNano()
+		s.lastProgress = b.sentAt
 	}
 	s.pending = append(s.pending, b)
 	n.inflight.Add(1)

@@ -27,6 +27,20 @@ type Deps struct {
 	Placement Placement
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
+	// Observer, if set, is told of every batch sent and acked (metrics).
+	Observer Observer
+}
+
+// Observer hears of batches as they go: from the send loop for each batch
+// written and from the receive loop for each ack. Both are on the hot path
+// (once a batch, not a message): implementations must be quick and must
+// not block.
+type Observer interface {
+	// BatchSent: a batch of msgs messages was written to node.
+	BatchSent(node string, msgs int)
+	// BatchAcked: node acked a batch latency after it was written,
+	// whatever the ack said.
+	BatchAcked(node string, latency time.Duration)
 }
 
 // Client publishes messages to data nodes over cluster.v1 streams. It
@@ -86,6 +100,7 @@ type Client struct {
 	cfg   Config
 	place Placement
 	log   *slog.Logger
+	obs   Observer // nil: nobody listens
 	creds credentials.TransportCredentials
 
 	// ctx parents every goroutine the client starts; Close cancels it.
@@ -142,7 +157,7 @@ func New(cfg Config, deps Deps) *Client {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Client{
-		cfg: cfg, place: deps.Placement, log: logger.With("component", "queue-pub"), creds: creds,
+		cfg: cfg, place: deps.Placement, log: logger.With("component", "queue-pub"), creds: creds, obs: deps.Observer,
 		ctx: ctx, cancel: cancel, closedCh: make(chan struct{}), all: map[*node]struct{}{},
 	}
 	empty := map[string]*node{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,6 +35,37 @@ func startRaw(t testing.TB, gs *grpc.Server) string {
 	return lis.Addr().String()
 }
 
+// countingObserver counts what a pub.Observer is told.
+type countingObserver struct {
+	mu              sync.Mutex
+	batches, msgs   int64
+	acks            int64
+	negativeLatency bool
+}
+
+func (o *countingObserver) BatchSent(_ string, msgs int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.batches++
+	o.msgs += int64(msgs)
+}
+
+func (o *countingObserver) BatchAcked(_ string, latency time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.acks++
+	o.negativeLatency = o.negativeLatency || latency < 0
+}
+
+func (o *countingObserver) counts() (batches, msgs, acks int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.negativeLatency {
+		return -1, -1, -1
+	}
+	return o.batches, o.msgs, o.acks
+}
+
 // TestSpreadsOverNodes: messages reach the primary of their shard, every
 // future succeeds, and a clean Close returns nil.
 func TestSpreadsOverNodes(t *testing.T) {
@@ -45,7 +77,8 @@ func TestSpreadsOverNodes(t *testing.T) {
 			r := newRouter(t, a, b)
 			cfg := fastConfig()
 			cfg.StreamsPerNode = streams
-			c := pub.New(cfg, pub.Deps{Placement: r})
+			obs := &countingObserver{}
+			c := pub.New(cfg, pub.Deps{Placement: r, Observer: obs})
 			p := c.NewBatchPublisher(waitMax)
 			acked, failed := outcomes(t, publishN(context.Background(), t, p, "m", 5000))
 			if len(failed) > 0 {
@@ -64,6 +97,14 @@ func TestSpreadsOverNodes(t *testing.T) {
 			if st.MessagesSent < 5000 || st.BatchesSent == 0 || st.BytesInUse != 0 {
 				t.Fatalf("stats after all acked: %+v", st)
 			}
+			// Every batch sent was observed with its size, and every ack.
+			// The send loop counts a batch after Send returns, which may be
+			// after its ack settled the futures: poll.
+			eventually(t, "the observer to have seen every batch and ack", func() bool {
+				st := c.Stats()
+				sent, msgs, acks := obs.counts()
+				return sent == st.BatchesSent && msgs == st.MessagesSent && acks == sent && msgs >= 5000
+			})
 			ctx, cancel := context.WithTimeout(context.Background(), waitMax)
 			defer cancel()
 			if err := c.Close(ctx); err != nil {

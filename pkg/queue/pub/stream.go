@@ -196,6 +196,9 @@ func (s *stream) sendLoop(ctx context.Context, st clientStream) error {
 		}
 		n.c.batches.Add(1)
 		n.c.sent.Add(int64(k))
+		if o := n.c.obs; o != nil {
+			o.BatchSent(n.name, k)
+		}
 	}
 }
 
@@ -243,6 +246,9 @@ func (s *stream) onAck(ack *clusterv1.Ack) error {
 	s.lastProgress = now
 	n.inflight.Add(-1)
 	n.mu.Unlock()
+	if o := n.c.obs; o != nil {
+		o.BatchAcked(n.name, time.Duration(now-b.sentAt))
+	}
 	select {
 	case s.windowFree <- struct{}{}:
 	default:
