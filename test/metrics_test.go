@@ -124,6 +124,8 @@ func TestClusterMetrics(t *testing.T) {
 	lm.want(t, "publisher messages", atLeast(n), "banyand_publisher_messages_sent_total")
 	lm.want(t, "publisher batches", positive, "banyand_publisher_batches_sent_total")
 	lm.want(t, "publisher bound", positive, "banyand_publisher_max_bytes_per_node")
+	lm.want(t, "schema events", positive, "banyand_registry_events_total", `registry="schema"`, `type="put"`)
+	lm.want(t, "node events", atLeast(1), "banyand_registry_events_total", `registry="node"`)
 	lm.want(t, "batch size histogram", positive, "banyand_publisher_batch_messages_count")
 	lm.want(t, "messages in the batch size histogram", atLeast(n), "banyand_publisher_batch_messages_sum")
 	lm.want(t, "ack latency histogram", positive, "banyand_publisher_ack_latency_seconds_count", `node="data-0"`)

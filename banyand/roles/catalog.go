@@ -106,6 +106,9 @@ func catalogRole(reg prometheus.Registerer, role string) {
 	if m.grpc != nil {
 		m.grpc.InitializeMetrics(oneMethod{})
 	}
+	if m.registryEvents != nil {
+		m.registryEvents.WithLabelValues("", "")
+	}
 }
 
 // catalogSecurity is a role's security metrics with TLS and auth on.

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/banyand-io/banyand/banyand/liaison"
 	"github.com/banyand-io/banyand/pkg/registry"
 )
@@ -18,6 +20,7 @@ type schemaWatch struct {
 	watcher registry.Watcher
 	cache   *liaison.SchemaCache
 	logger  *slog.Logger
+	events  *prometheus.CounterVec // banyand_registry_events_total; nil counts nothing
 
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the watch returned, with err set
@@ -26,12 +29,27 @@ type schemaWatch struct {
 
 func (w *schemaWatch) Name() string { return "schema-watch" }
 
+// countingHandler counts the schema events it passes on.
+type countingHandler struct {
+	registry.Handler
+	events *prometheus.CounterVec
+}
+
+func (h countingHandler) Apply(rev int64, events []registry.Event) {
+	if h.events != nil {
+		for _, ev := range events {
+			h.events.WithLabelValues("schema", ev.Type.String()).Inc()
+		}
+	}
+	h.Handler.Apply(rev, events)
+}
+
 func (w *schemaWatch) Start(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
 	w.done = make(chan struct{})
 	go func() {
-		w.err = w.watcher.Watch(wctx, w.cache)
+		w.err = w.watcher.Watch(wctx, countingHandler{Handler: w.cache, events: w.events})
 		close(w.done)
 	}()
 	select {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
 
@@ -112,7 +113,7 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 	services := liaison.NewServices(liaison.WriteConfig{AckTimeout: l.server.AckTimeout}, liaison.Deps{
 		Logger: logger.With("component", "liaison"), Schema: cache, Queue: publisher, Counters: metrics.writes,
 	})
-	watch := newNodeWatch(nodeWatcher, placement, logger)
+	watch := newNodeWatch(nodeWatcher, placement, logger, metrics.registryEvents)
 	meta := metadata.New(liaison.ReadYourWrites(store, cache))
 	opts := append(l.server.clientServerOptions(), grpcServerOptions(metrics.grpc)...)
 	secOpts, err := l.server.Security.serverOptions(logger, sec)
@@ -137,7 +138,7 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 		l.http,
 		status,
 		etcdClientComponent(l.Etcd, cli.Close),
-		&schemaWatch{watcher: store, cache: cache, logger: logger},
+		&schemaWatch{watcher: store, cache: cache, logger: logger, events: metrics.registryEvents},
 		watch,
 		&funcComponent{name: "publisher", stop: publisher.Close},
 		l.grpc,
@@ -152,6 +153,7 @@ type nodeWatch struct {
 	watcher   node.Watcher
 	placement *liaison.Placement
 	logger    *slog.Logger
+	events    *prometheus.CounterVec // banyand_registry_events_total; nil counts nothing
 
 	// nodes is the last snapshot of every registered node, for the status
 	// page; the watch callback swaps it.
@@ -163,8 +165,8 @@ type nodeWatch struct {
 	err    error
 }
 
-func newNodeWatch(w node.Watcher, p *liaison.Placement, logger *slog.Logger) *nodeWatch {
-	return &nodeWatch{watcher: w, placement: p, logger: logger, first: make(chan struct{})}
+func newNodeWatch(w node.Watcher, p *liaison.Placement, logger *slog.Logger, events *prometheus.CounterVec) *nodeWatch {
+	return &nodeWatch{watcher: w, placement: p, logger: logger, events: events, first: make(chan struct{})}
 }
 
 func (w *nodeWatch) Name() string { return "node-watch" }
@@ -182,6 +184,9 @@ func (w *nodeWatch) Start(ctx context.Context) error {
 			nodes := dataNodes(u.Nodes)
 			w.placement.SetNodes(nodes)
 			for _, ev := range u.Events {
+				if w.events != nil {
+					w.events.WithLabelValues("node", ev.Type.String()).Inc()
+				}
 				w.logger.Info("data node "+ev.Type.String(), "node", ev.Name(), "nodes", len(nodes))
 			}
 			if !seen {

@@ -36,10 +36,22 @@ type roleMetrics struct {
 	writes    *writeCounters   // nil on storage
 	listeners *listenerMetrics // nil on liaison
 	grpc      *grpcprom.ServerMetrics
+	// registryEvents counts the registry changes the role applied, by
+	// registry ("schema", "node") and type.
+	registryEvents *prometheus.CounterVec
+}
+
+func newRegistryEvents(reg prometheus.Registerer) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "banyand_registry_events_total",
+		Help: "Registry changes applied, by registry (schema: put/delete of groups, streams, measures; node: data nodes joining, leaving, changing).",
+	}, []string{"registry", "type"})
+	reg.MustRegister(c)
+	return c
 }
 
 func registerLiaisonMetrics(reg prometheus.Registerer, src liaisonSources) roleMetrics {
-	m := roleMetrics{writes: newWriteCounters(reg), grpc: newGRPCMetrics(reg)}
+	m := roleMetrics{writes: newWriteCounters(reg), grpc: newGRPCMetrics(reg), registryEvents: newRegistryEvents(reg)}
 	reg.MustRegister(newPublisherCollector(src.pubStats, src.maxBytes), src.pubBatch)
 	registerSchemaMetrics(reg, src.schema, src.cache)
 	counterFunc(reg, "banyand_registry_node_watch_skipped_total", "Node registry entries skipped as invalid, each time read.",
@@ -67,7 +79,7 @@ func registerStorageMetrics(reg prometheus.Registerer, src storageSources) roleM
 	counterFunc(reg, "banyand_registry_node_losses_total", "Leases of this node lost while registered.",
 		func() int64 { return src.registrar().Losses })
 	reg.MustRegister(src.security)
-	return roleMetrics{listeners: newListenerMetrics(reg)}
+	return roleMetrics{listeners: newListenerMetrics(reg), registryEvents: newRegistryEvents(reg)}
 }
 
 // standaloneSources are what a standalone's metrics read.
@@ -78,7 +90,7 @@ type standaloneSources struct {
 }
 
 func registerStandaloneMetrics(reg prometheus.Registerer, src standaloneSources) roleMetrics {
-	m := roleMetrics{writes: newWriteCounters(reg), grpc: newGRPCMetrics(reg)}
+	m := roleMetrics{writes: newWriteCounters(reg), grpc: newGRPCMetrics(reg), registryEvents: newRegistryEvents(reg)}
 	registerSchemaMetrics(reg, src.schema, src.cache)
 	m.listeners = newListenerMetrics(reg)
 	reg.MustRegister(src.security)

@@ -123,7 +123,7 @@ func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 				return nil
 			},
 		},
-		&schemaWatch{watcher: reg, cache: cache, logger: logger},
+		&schemaWatch{watcher: reg, cache: cache, logger: logger, events: metrics.registryEvents},
 		&retention{store: store, ttls: cache.TTLs, logger: logger},
 		s.grpc,
 		readyMarker{s.http},

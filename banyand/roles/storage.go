@@ -139,7 +139,7 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 	return []run.Component{
 		s.http,
 		etcdClientComponent(s.Etcd, cli.Close),
-		&schemaWatch{watcher: schema, cache: cache, logger: logger},
+		&schemaWatch{watcher: schema, cache: cache, logger: logger, events: metrics.registryEvents},
 		store,
 		&retention{store: store, ttls: cache.TTLs, logger: logger},
 		serveSub,
