@@ -145,10 +145,15 @@ func newStreamWorkload(m *messages, conn grpc.ClientConnInterface) *streamWorklo
 
 func (w *streamWorkload) openWrite(ctx context.Context) (writeClient, error) {
 	ws, err := w.client.Write(ctx)
+	return openWire(ws, err, w.msgs.streamRequest)
+}
+
+// openWire wraps a Write stream just opened (or its error) in a wireWriter.
+func openWire(ws grpc.ClientStream, err error, encode func(id uint64, seq int64, withMetadata bool) []byte) (writeClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &wireWriter{ws: ws, encode: w.msgs.streamRequest}, nil
+	return &wireWriter{ws: ws, encode: encode}, nil
 }
 
 // wireWriter sends requests encoded by encode and reads the responses at
@@ -210,10 +215,7 @@ func newMeasureWorkload(m *messages, conn grpc.ClientConnInterface) *measureWork
 
 func (w *measureWorkload) openWrite(ctx context.Context) (writeClient, error) {
 	ws, err := w.client.Write(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &wireWriter{ws: ws, encode: w.msgs.measureRequest}, nil
+	return openWire(ws, err, w.msgs.measureRequest)
 }
 
 func (w *measureWorkload) queryPage(ctx context.Context, q pageQuery) ([]int64, int, error) {

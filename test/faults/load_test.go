@@ -157,6 +157,25 @@ type load struct {
 	opened atomic.Int64 // Write streams opened, reopens included
 }
 
+// readyConn dials the liaison at addr, creates the schema and returns once
+// a write goes through.
+func readyConn(t *testing.T, addr string) *grpc.ClientConn {
+	t.Helper()
+	conn := dial(t, addr)
+	createSchema(t, conn)
+	waitWritable(t, conn)
+	return conn
+}
+
+// startWarmLoad starts the default load on conn and returns once warmAcks
+// writes were acknowledged: the state every fault is injected in.
+func startWarmLoad(t *testing.T, conn *grpc.ClientConn) *load {
+	t.Helper()
+	ld := startLoad(t, conn)
+	ld.waitAcked(warmAcks, startupAcks)
+	return ld
+}
+
 func startLoad(t *testing.T, conn *grpc.ClientConn) *load {
 	t.Helper()
 	return startLoadWith(t, conn, loadOpts{})
