@@ -10,7 +10,9 @@
 # them and prints each run and the min/median/max of acked writes/s and of
 # the p99 ack latency. Extra flags go to `banyand bench` (e.g. --kind
 # measure, --count 400000, --rate 50000). Needs jq; cluster mode needs
-# etcd on PATH (Debian: apt-get install etcd-server).
+# etcd on PATH (Debian: apt-get install etcd-server). The servers run with
+# --pprof: their HTTP addresses are printed, so a profile or trace of a
+# server under load is one curl away (docs/performance.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,7 +47,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 # wait_ready polls an HTTP /readyz until it answers 200 (30 s at most).
 wait_ready() {
   for _ in $(seq 300); do
-    curl -fs "http://$1/readyz" >/dev/null 2>&1 && return 0
+    curl -fs "http://$1/readyz" >/dev/null 2>&1 && echo "ready: http://$1/debug/pprof/" >&2 && return 0
     sleep 0.1
   done
   echo "$0: $1/readyz not ready after 30s; logs in $work" >&2
@@ -62,7 +64,7 @@ start() { # start NAME ARGS...: runs a process in the background, logging to $wo
 client=127.0.0.1:$(free_port)
 if [[ $mode == standalone ]]; then
   http=127.0.0.1:$(free_port)
-  start standalone bin/banyand standalone --grpc-addr "$client" --http-addr "$http" --data-path "$work/standalone"
+  start standalone bin/banyand standalone --grpc-addr "$client" --http-addr "$http" --pprof --data-path "$work/standalone"
   wait_ready "$http"
 else
   etcd_client=http://127.0.0.1:$(free_port)
@@ -72,11 +74,11 @@ else
   for i in 0 1; do
     http=127.0.0.1:$(free_port)
     start "storage-$i" bin/banyand storage --node-name "data-$i" --grpc-addr "127.0.0.1:$(free_port)" \
-      --http-addr "$http" --data-path "$work/storage-$i" --etcd-endpoints "$etcd_client"
+      --http-addr "$http" --pprof --data-path "$work/storage-$i" --etcd-endpoints "$etcd_client"
     wait_ready "$http"
   done
   http=127.0.0.1:$(free_port)
-  start liaison bin/banyand liaison --grpc-addr "$client" --http-addr "$http" --etcd-endpoints "$etcd_client"
+  start liaison bin/banyand liaison --grpc-addr "$client" --http-addr "$http" --pprof --etcd-endpoints "$etcd_client"
   wait_ready "$http"
 fi
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/pflag"
 )
 
 // httpServer serves the operator endpoints of a role:
@@ -22,6 +24,7 @@ import (
 //	/readyz   200 once every component started, 503 before and while stopping
 //	/metrics  Prometheus metrics
 //	/, /status  the status page, on roles that have one
+//	/debug/pprof/  Go's profiles, with --pprof only (no auth: trusted networks)
 //
 // It is the first component to start and the last to stop, so probes see the
 // whole life of the role; readiness is flipped by readyMarker.
@@ -31,6 +34,7 @@ type httpServer struct {
 	ready  atomic.Bool
 	reg    *prometheus.Registry
 	status http.Handler // nil: no status page
+	pprof  bool         // serve /debug/pprof/
 
 	mu  sync.Mutex
 	lis net.Listener
@@ -45,10 +49,15 @@ func newRoleRegistry() *prometheus.Registry {
 	return reg
 }
 
+// registerPprofFlag registers --pprof, which every role has.
+func registerPprofFlag(fs *pflag.FlagSet, v *bool) {
+	fs.BoolVar(v, "pprof", false, "also serve Go's profiles on --http-addr at /debug/pprof/ (unauthenticated: trusted networks only)")
+}
+
 // newHTTPServer serves reg on /metrics and, if status is not nil, the
 // status page on / and /status.
-func newHTTPServer(addr string, logger *slog.Logger, reg *prometheus.Registry, status http.Handler) *httpServer {
-	return &httpServer{addr: addr, logger: logger, reg: reg, status: status}
+func newHTTPServer(addr string, pprof bool, logger *slog.Logger, reg *prometheus.Registry, status http.Handler) *httpServer {
+	return &httpServer{addr: addr, pprof: pprof, logger: logger, reg: reg, status: status}
 }
 
 func (h *httpServer) Name() string { return "http" }
@@ -77,8 +86,18 @@ func (h *httpServer) Start(context.Context) error {
 		mux.Handle("GET /status", h.status)
 		endpoints += " /status"
 	}
+	if h.pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		endpoints += " /debug/pprof/"
+	}
 	h.mu.Lock()
 	h.lis = lis
+	// No WriteTimeout: /debug/pprof/profile and /trace answer after their
+	// ?seconds= have passed.
 	h.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	h.mu.Unlock()
 	go func() {

@@ -31,6 +31,8 @@ const DefaultLiaisonHTTPAddr = "127.0.0.1:17913"
 type Liaison struct {
 	server   serverFlags
 	HTTPAddr string
+	// Pprof serves /debug/pprof/ on the HTTP address (--pprof).
+	Pprof    bool
 	NodeName string
 	Etcd     etcd.ClientConfig
 	Queue    pub.Config
@@ -45,6 +47,7 @@ type Liaison struct {
 func (l *Liaison) RegisterFlags(fs *pflag.FlagSet) {
 	l.server.register(fs, DefaultClientAddr)
 	fs.StringVar(&l.HTTPAddr, "http-addr", DefaultLiaisonHTTPAddr, "host:port for the status page, /metrics, /healthz and /readyz; empty disables")
+	registerPprofFlag(fs, &l.Pprof)
 	fs.StringVar(&l.NodeName, "node-name", "", "this liaison's name in logs and in the data nodes' view (default: derived from --grpc-addr)")
 	l.Etcd.RegisterFlags(fs)
 	l.Queue.RegisterFlags(fs)
@@ -133,7 +136,7 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 		table:    router.Current,
 		writes:   reg,
 	})
-	l.http = newHTTPServer(l.HTTPAddr, logger, reg, status)
+	l.http = newHTTPServer(l.HTTPAddr, l.Pprof, logger, reg, status)
 	return []run.Component{
 		l.http,
 		status,

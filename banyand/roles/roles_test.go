@@ -119,3 +119,25 @@ func TestValidateRejectsBadFlags(t *testing.T) {
 		t.Fatalf("Validate: %v, want errors naming --node-name and the lease TTL", err)
 	}
 }
+
+// --pprof adds Go's profiles to the HTTP port; without it they are absent,
+// since the port has no authentication.
+func TestHTTPServerPprofOnlyWhenAsked(t *testing.T) {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, on := range []bool{false, true} {
+		h := newHTTPServer("127.0.0.1:0", on, logger, newRoleRegistry(), nil)
+		if err := h.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		code, body := get(t, "http://"+h.Addr()+"/debug/pprof/")
+		if err := h.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case on && (code != http.StatusOK || !strings.Contains(body, "goroutine")):
+			t.Errorf("--pprof: /debug/pprof/ answered %d %.100q", code, body)
+		case !on && code != http.StatusNotFound:
+			t.Errorf("no --pprof: /debug/pprof/ answered %d, want 404", code)
+		}
+	}
+}

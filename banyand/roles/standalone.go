@@ -25,6 +25,8 @@ type Standalone struct {
 	server   serverFlags
 	DataPath string
 	HTTPAddr string
+	// Pprof serves /debug/pprof/ on the HTTP address (--pprof).
+	Pprof bool
 
 	grpc *grpcServer
 	http *httpServer
@@ -35,6 +37,7 @@ func (s *Standalone) RegisterFlags(fs *pflag.FlagSet) {
 	s.server.register(fs, DefaultClientAddr)
 	fs.StringVar(&s.DataPath, "data-path", DefaultDataPath, "directory for the schema registry and the data")
 	fs.StringVar(&s.HTTPAddr, "http-addr", DefaultLiaisonHTTPAddr, "host:port for the status page, /metrics, /healthz and /readyz; empty disables")
+	registerPprofFlag(fs, &s.Pprof)
 }
 
 // Validate implements cli.Role.
@@ -105,7 +108,7 @@ func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 		},
 		writes: promReg,
 	})
-	s.http = newHTTPServer(s.HTTPAddr, logger, promReg, status)
+	s.http = newHTTPServer(s.HTTPAddr, s.Pprof, logger, promReg, status)
 	return []run.Component{
 		s.http,
 		status,

@@ -32,12 +32,14 @@ type Storage struct {
 	GRPCAddr      string
 	AdvertiseAddr string
 	HTTPAddr      string
-	DataPath      string
-	NodeName      string
-	Capacity      uint
-	Etcd          etcd.ClientConfig
-	NodeTTL       time.Duration
-	Sub           sub.Config
+	// Pprof serves /debug/pprof/ on the HTTP address (--pprof).
+	Pprof    bool
+	DataPath string
+	NodeName string
+	Capacity uint
+	Etcd     etcd.ClientConfig
+	NodeTTL  time.Duration
+	Sub      sub.Config
 	// ClusterTLS secures the cluster protocol (Sub.TLS is built from it).
 	ClusterTLS ClusterServerTLS
 	// DebugListenerDelay delays every write batch (hidden fault-injection
@@ -54,6 +56,7 @@ func (s *Storage) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&s.GRPCAddr, "grpc-addr", DefaultClusterAddr, "host:port of the cluster protocol (liaisons connect here)")
 	fs.StringVar(&s.AdvertiseAddr, "advertise-addr", "", "address liaisons should dial, registered in etcd (default: the bound --grpc-addr)")
 	fs.StringVar(&s.HTTPAddr, "http-addr", DefaultStorageHTTPAddr, "host:port for /metrics, /healthz and /readyz; empty disables")
+	registerPprofFlag(fs, &s.Pprof)
 	fs.StringVar(&s.DataPath, "data-path", DefaultDataPath, "directory for this node's data")
 	fs.StringVar(&s.NodeName, "node-name", "", "this data node's name in the registry; keeps its shards across restarts (default: derived from the advertised address)")
 	fs.UintVar(&s.Capacity, "capacity", 0, "relative capacity: a node of capacity 2 takes about twice the shards of one of capacity 1 (0 = 1)")
@@ -133,7 +136,7 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 	server := sub.New(subCfg, logger.With("component", "subscriber"))
 	reg := newRoleRegistry()
 	metrics := registerStorageMetrics(reg, storageSources{schema: schema, cache: cache, registrar: registrar.Stats, security: sec})
-	s.http = newHTTPServer(s.HTTPAddr, logger, reg, nil)
+	s.http = newHTTPServer(s.HTTPAddr, s.Pprof, logger, reg, nil)
 
 	serveSub := &subscriberComponent{role: s, server: server, store: store, metrics: metrics.listeners, logger: logger}
 	return []run.Component{
