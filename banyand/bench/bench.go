@@ -157,7 +157,7 @@ func newMessages(cfg Config) (*messages, error) {
 // after an interrupt.
 func writePhase(ctx context.Context, cfg Config, w workload, rep *Report, progress io.Writer) []int64 {
 	start := time.Now()
-	r := &writeRun{cfg: cfg, w: w, pace: newPacer(cfg.Rate, start), start: start}
+	r := &writeRun{cfg: cfg, w: w, pace: newPacer(cfg.Rate, cfg.RateBurst, start), start: start}
 
 	runCtx, abort := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer abort(nil)
@@ -196,8 +196,9 @@ func writePhase(ctx context.Context, cfg Config, w workload, rep *Report, progre
 		case <-tick.C:
 			el := r.since()
 			acked, failed, sent := r.acked.Load(), r.failed.Load(), r.sent.Load()
-			fmt.Fprintf(progress, "[%5.0fs] %7d acked/s  sent %d  acked %d  errors %d  in-flight %d\n",
-				el.Seconds(), acked-lastAcked, sent, acked, failed, sent-acked-failed)
+			fmt.Fprintf(progress, "[%5.0fs] %7d acked/s  sent %d  acked %d  errors %d  in-flight %d  max ack %.1f ms\n",
+				el.Seconds(), acked-lastAcked, sent, acked, failed, sent-acked-failed,
+				float64(r.slowest.Swap(0))/float64(time.Millisecond))
 			lastAcked = acked
 			if outstanding := sent - acked - failed; outstanding > 0 &&
 				el-time.Duration(r.lastResp.Load()) > cfg.StallTimeout {

@@ -30,6 +30,7 @@ const (
 	DefaultMaxInFlight  = 2000
 	DefaultConnect      = 5 * time.Second
 	DefaultStall        = 30 * time.Second
+	DefaultRateBurst    = time.Millisecond
 	// runGrace is added to the expected run time to derive --timeout.
 	runGrace = time.Minute
 	// floorRate is the slowest throughput (msg/s) a count-bounded,
@@ -70,6 +71,7 @@ type Config struct {
 	Count       int64         // 0 with Duration: DefaultCount
 	Duration    time.Duration // exclusive with Count
 	Rate        float64       // messages/s overall; 0 = unlimited
+	RateBurst   time.Duration // a paced message may leave this much before it is due
 	MaxInFlight int           // unacked messages per stream
 
 	Verify optBool // auto: on for count-bounded runs
@@ -100,6 +102,8 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&c.Count, "count", 0, "total messages to write; default "+strconv.Itoa(DefaultCount)+" unless --duration is given (exclusive with --duration)")
 	fs.DurationVar(&c.Duration, "duration", 0, "write for this long instead of a fixed --count, e.g. 30s")
 	fs.Float64Var(&c.Rate, "rate", 0, "messages per second over all streams; 0 = as fast as acks allow")
+	fs.DurationVar(&c.RateBurst, "rate-burst", DefaultRateBurst, "with --rate: a message may leave up to this long before it is due, so writes go out in bursts of at most this length, "+
+		"as a client that batches sends them (fewer wake-ups on both sides); 0 paces every message on its own")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", DefaultMaxInFlight, "unacknowledged messages per stream; the writer waits at this many, so latency is not hidden in a client queue")
 	c.Verify = optAuto
 	fs.Var(&c.Verify, "verify", "after writing, query every acknowledged write back and report readable/missing; auto = true for --count runs, false for --duration runs")
@@ -156,6 +160,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Rate < 0 || c.Rate != c.Rate {
 		bad("--rate %v: must be 0 (unlimited) or positive", c.Rate)
+	}
+	if c.RateBurst < 0 || c.RateBurst > time.Second {
+		bad("--rate-burst %s: want 0..1s", c.RateBurst)
 	}
 	if c.MaxInFlight < 1 || c.MaxInFlight > 1_000_000 {
 		bad("--max-in-flight %d: want 1..1000000", c.MaxInFlight)

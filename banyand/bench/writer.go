@@ -19,24 +19,32 @@ var statusSucceed = modelv1.Status_STATUS_SUCCEED.String()
 type pacer struct {
 	start    time.Time
 	interval float64 // ns per message
-	n        atomic.Int64
+	// early is how long before its due time a message may leave: a sender
+	// that wakes sends everything due within early, so a paced run costs
+	// a wake-up per burst, not per message (see --rate-burst).
+	early time.Duration
+	n     atomic.Int64
 }
 
-func newPacer(rate float64, start time.Time) *pacer {
+func newPacer(rate float64, burst time.Duration, start time.Time) *pacer {
 	if rate <= 0 {
 		return nil
 	}
-	return &pacer{start: start, interval: float64(time.Second) / rate}
+	return &pacer{start: start, interval: float64(time.Second) / rate, early: burst}
 }
 
-// wait blocks until the next send is due or ctx is done.
+// wait blocks until the next send is due or ctx is done. A message due
+// within p.early goes at once; one due later is waited for until its due
+// time, after which those due within p.early of it go at once: bursts of
+// p.early. Message n is due at start + n·interval, so however the sends
+// bunch up, the run keeps the rate.
 func (p *pacer) wait(ctx context.Context) error {
 	if p == nil {
 		return ctx.Err()
 	}
 	n := p.n.Add(1) - 1
 	d := time.Until(p.start.Add(time.Duration(float64(n) * p.interval)))
-	if d <= 0 {
+	if d <= p.early {
 		return ctx.Err()
 	}
 	t := time.NewTimer(d)
@@ -62,6 +70,19 @@ type writeRun struct {
 	acked    atomic.Uint64
 	failed   atomic.Uint64 // answered with another status
 	lastResp atomic.Int64  // ns since start of the latest response
+	// slowest is the largest ack latency (ns) since the progress line last
+	// took it: it shows when in a run the tail happens.
+	slowest atomic.Int64
+}
+
+// noteLatency raises slowest to d if d is larger.
+func (r *writeRun) noteLatency(d time.Duration) {
+	for {
+		cur := r.slowest.Load()
+		if int64(d) <= cur || r.slowest.CompareAndSwap(cur, int64(d)) {
+			return
+		}
+	}
 }
 
 func (r *writeRun) since() time.Duration { return time.Since(r.start) }
@@ -225,6 +246,7 @@ func (r *writeRun) receive(wc writeClient, pend *pending, slots chan struct{}, r
 		}
 		<-slots
 		res.hist.record(now - s.at)
+		r.noteLatency(now - s.at)
 		res.lastResp = now
 		r.lastResp.Store(int64(now))
 		if st == statusSucceed {
