@@ -84,6 +84,7 @@ func newRoot(stdout, stderr io.Writer, lookup func(string) (string, bool)) *cobr
 
 func newRoleCommand(rc roleCommand, logCfg *logConfig, stderr io.Writer, lookup func(string) (string, bool)) *cobra.Command {
 	var groupCfg run.Config
+	var procs procsConfig
 	cmd := &cobra.Command{
 		Use:   rc.use,
 		Short: rc.short,
@@ -96,9 +97,10 @@ func newRoleCommand(rc roleCommand, logCfg *logConfig, stderr io.Writer, lookup 
 			if printOnly, _ := cmd.Flags().GetBool(printConfigFlag); printOnly {
 				return printConfig(cmd, cmd.OutOrStdout())
 			}
-			if err := errors.Join(logCfg.Validate(), rc.role.Validate()); err != nil {
+			if err := errors.Join(logCfg.Validate(), rc.role.Validate(), procs.validate()); err != nil {
 				return fmt.Errorf("invalid configuration: %w", err)
 			}
+			n, source := procs.apply(lookup)
 			logger := logCfg.newLogger(stderr).With("role", rc.use)
 			comps, err := rc.role.Components(logger)
 			if err != nil {
@@ -111,12 +113,13 @@ func newRoleCommand(rc roleCommand, logCfg *logConfig, stderr io.Writer, lookup 
 			}
 			ctx, stop := run.SignalContext(context.Background())
 			defer stop()
-			logger.Info("banyand starting", "version", versionString())
+			logger.Info("banyand starting", "version", versionString(), "gomaxprocs", n, "gomaxprocs_from", source)
 			return g.Run(ctx)
 		},
 	}
 	rc.role.RegisterFlags(cmd.Flags())
 	groupCfg.RegisterFlags(cmd.Flags())
+	procs.register(cmd.Flags())
 	registerPrintConfigFlag(cmd.Flags())
 	annotateEnv(cmd.Flags())
 	return cmd

@@ -1,0 +1,32 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// A server role runs with spare Ps unless told otherwise; the flag beats
+// the environment variable, which beats the default.
+func TestProcsChoice(t *testing.T) {
+	for _, tc := range []struct {
+		flag, current int
+		envSet        bool
+		want          int
+		source        string
+	}{
+		{0, 2, false, 2 + extraProcs, "CPUs available"},
+		{0, 8, false, 8 + extraProcs, "CPUs available"},
+		{0, 3, true, 3, "GOMAXPROCS environment"},
+		{5, 2, true, 5, "--procs"},
+		{1, 2, false, 1, "--procs"},
+	} {
+		p := procsConfig{n: tc.flag}
+		got, source := p.choose(tc.current, tc.envSet)
+		if got != tc.want || !strings.Contains(source, tc.source) {
+			t.Errorf("flag %d, current %d, env %v: %d (%s), want %d (%s)", tc.flag, tc.current, tc.envSet, got, source, tc.want, tc.source)
+		}
+	}
+	if _, err := execute(t, nil, "standalone", "--procs", "-1"); err == nil || !strings.Contains(err.Error(), "--procs -1") {
+		t.Errorf("--procs -1: %v, want a validation error naming the flag", err)
+	}
+}
