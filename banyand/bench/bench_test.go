@@ -121,6 +121,8 @@ func TestValidate(t *testing.T) {
 		{[]string{"--standalone", "--duration", "-1s"}, "--duration -1s"},
 		{[]string{"--standalone", "--count", "5", "--duration", "1s"}, "--count and --duration are exclusive"},
 		{[]string{"--standalone", "--rate", "-1"}, "--rate -1"},
+		{[]string{"--standalone", "--rate", "10", "--rate-burst", "-1ms"}, "--rate-burst -1ms"},
+		{[]string{"--standalone", "--rate", "10", "--rate-burst", "2s"}, "--rate-burst 2s"},
 		{[]string{"--standalone", "--max-in-flight", "0"}, "--max-in-flight 0"},
 		{[]string{"--standalone", "--connect-timeout", "0s"}, "--connect-timeout"},
 		{[]string{"--standalone", "--timeout", "-1s"}, "--timeout"},
@@ -283,5 +285,37 @@ func TestHistogram(t *testing.T) {
 	}
 	if h.max != 1_000_000 {
 		t.Errorf("max %d", h.max)
+	}
+}
+
+// The pacer keeps the rate whatever the burst: message n is never sent
+// more than --rate-burst before start + n/rate, and one due later waits
+// exactly until it is due, so the messages due within the burst after it
+// go at once.
+func TestPacerBursts(t *testing.T) {
+	start := time.Unix(1000, 0)
+	p := newPacer(1000, 5*time.Millisecond, start) // one message a ms
+	for _, tc := range []struct {
+		n    int64
+		now  time.Duration // after start
+		want time.Duration
+	}{
+		{0, 0, 0},
+		{5, 0, 0},                     // due in 5 ms: within the burst
+		{6, 0, 6 * time.Millisecond},  // due in 6 ms: wait for it
+		{12, 6 * time.Millisecond, 0}, // woke at 6 ms: due 12 ms goes
+		{13, 6 * time.Millisecond, 7 * time.Millisecond},
+		{3, 50 * time.Millisecond, 0}, // late: at once
+	} {
+		if got := p.delay(tc.n, start.Add(tc.now)); got != tc.want {
+			t.Errorf("message %d at +%s: wait %s, want %s", tc.n, tc.now, got, tc.want)
+		}
+	}
+	smooth := newPacer(1000, 0, start)
+	if got := smooth.delay(1, start); got != time.Millisecond {
+		t.Errorf("--rate-burst 0: message 1 waits %s, want 1ms", got)
+	}
+	if newPacer(0, time.Millisecond, start) != nil {
+		t.Error("rate 0 must mean no pacer")
 	}
 }

@@ -42,9 +42,8 @@ func (p *pacer) wait(ctx context.Context) error {
 	if p == nil {
 		return ctx.Err()
 	}
-	n := p.n.Add(1) - 1
-	d := time.Until(p.start.Add(time.Duration(float64(n) * p.interval)))
-	if d <= p.early {
+	d := p.delay(p.n.Add(1)-1, time.Now())
+	if d == 0 {
 		return ctx.Err()
 	}
 	t := time.NewTimer(d)
@@ -55,6 +54,16 @@ func (p *pacer) wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// delay is how long message n waits at now: 0 if it is due within p.early,
+// else until its due time.
+func (p *pacer) delay(n int64, now time.Time) time.Duration {
+	d := p.start.Add(time.Duration(float64(n) * p.interval)).Sub(now)
+	if d <= p.early {
+		return 0
+	}
+	return d
 }
 
 // writeRun is the state the write streams share: the seq counter, the
