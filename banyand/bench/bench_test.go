@@ -303,7 +303,8 @@ func TestPacerBursts(t *testing.T) {
 		{0, 0, 0},
 		{5, 0, 0},                     // due in 5 ms: within the burst
 		{6, 0, 6 * time.Millisecond},  // due in 6 ms: wait for it
-		{12, 6 * time.Millisecond, 0}, // woke at 6 ms: due 12 ms goes
+		{11, 6 * time.Millisecond, 0}, // woke at 6 ms: due 11 ms goes
+		{12, 6 * time.Millisecond, 6 * time.Millisecond},
 		{13, 6 * time.Millisecond, 7 * time.Millisecond},
 		{3, 50 * time.Millisecond, 0}, // late: at once
 	} {
