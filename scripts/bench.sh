@@ -95,7 +95,7 @@ for run in $(seq "$RUNS"); do
     '"run \($run): \(.acked)/\(.sent) acked, \(.acked_per_sec|floor) writes/s, p50 \(.ack_latency_ms.p50) ms, p99 \(.ack_latency_ms.p99) ms, errors \(.error_count), verify \(.verify.readable // "off")/\(.verify.checked // "-")"'
 done
 printf '%s\n' "${results[@]}" | jq -s -r --arg mode "$mode" '
-  def stats(f): (map(f) | sort) as $v | "min \($v[0]|floor)  median \($v[(($v|length)-1)/2|floor]|floor)  max \($v[-1]|floor)";
+  def stats(f; r): (map(f | r) | sort) as $v | "min \($v[0])  median \($v[(($v|length)-1)/2|floor])  max \($v[-1])";
   "\($mode), \(length) runs, \(.[0].kind), \(.[0].streams) streams, \(.[0].entities) entities, \(.[0].payload_bytes)-byte payload:",
-  "  acked writes/s  " + stats(.acked_per_sec),
-  "  p99 ack ms      " + stats(.ack_latency_ms.p99)'
+  "  acked writes/s  " + stats(.acked_per_sec; floor),
+  "  p99 ack ms      " + stats(.ack_latency_ms.p99; . * 10 | round / 10)'
