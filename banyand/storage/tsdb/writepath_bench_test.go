@@ -123,11 +123,10 @@ type seriesBuffer struct {
 }
 
 type bufEntry struct {
-	ts       int64
-	id, val  uint32 // offsets into arena
-	idLen    uint16
-	valLen   uint32
-	_padding uint16
+	ts      int64
+	id, val uint32 // offsets into arena
+	valLen  uint32
+	idLen   uint16
 }
 
 func newSeriesBuffers(db *DB, dir string) *seriesBuffers {
