@@ -2,6 +2,7 @@ package pub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -54,6 +55,15 @@ type Observer interface {
 // their queued messages are re-placed at once, and their in-flight batches
 // get RetryBudget to be acked before they are re-placed and the node's
 // connection is closed.
+//
+// No nodes: when the table has no data node at all, a message waits for
+// one to appear (Publish blocks, a message taken off a departed node is
+// retried every tick) for at most RetryBudget after the table became
+// empty, and its deadline; then it fails with queue.ErrNoNodes, and so do
+// later messages at once until a node is back. A registry blip, such as
+// etcd dropping every node's lease while it was paused, then delays
+// writes by the few milliseconds the nodes take to re-register instead of
+// failing them.
 //
 // Replicas: for a group with replicas = r, a message is copied to every
 // node of its shard's Table.Nodes (the primary and r replicas), and its
@@ -134,6 +144,13 @@ type Client struct {
 	// cost ~90 ns a message on our VMs).
 	clock atomic.Int64
 
+	// noNodesSince is when the placement table last became empty (unix
+	// nano), or 0 while it has data nodes. For RetryBudget after that,
+	// messages wait for nodes instead of failing (see awaitNodes).
+	noNodesSince atomic.Int64
+	awaiting     atomic.Int64 // Publish calls in awaitNodes
+	waitingMsgs  atomic.Int64 // messages the last tick kept on the retry list for want of a node
+
 	reconnects, replaced, batches, sent, underReplicated atomic.Int64
 	lanes                                                atomic.Uint32 // publishers made, for their lanes
 	// underLogged is the underReplicated count last logged (by tick only).
@@ -202,6 +219,9 @@ func (c *Client) publish(ctx context.Context, h *msgHead, payload []byte, m *msg
 			n, err = c.route(t, c.nodesFor(t), h)
 		}
 		if err != nil {
+			if errors.Is(err, queue.ErrNoNodes) && c.awaitNodes(ctx, t, h.deadline) {
+				continue
+			}
 			return nil, err
 		}
 		queued, room, err := n.enqueue(h, payload, m)
@@ -239,6 +259,43 @@ func (c *Client) nodesFor(t *route.Table) map[string]*node {
 	return *c.nodes.Load()
 }
 
+// awaitNodes is what a message that found no data node in t does: while
+// the table has been empty for less than RetryBudget (etcd dropped the
+// nodes' leases for a moment, a single node restarts), it waits until the
+// table changes and reports true to route again; past that, or past the
+// message's deadline, ctx or Close, it reports false and the message fails
+// with queue.ErrNoNodes. A registry blip so costs a short wait, not
+// failed writes, and a cluster that really has no nodes fails fast.
+func (c *Client) awaitNodes(ctx context.Context, t *route.Table, deadline int64) bool {
+	c.awaiting.Add(1)
+	defer c.awaiting.Add(-1)
+	tk := time.NewTicker(c.cfg.TickInterval)
+	defer tk.Stop()
+	for {
+		if c.place.Current() != t {
+			return true
+		}
+		since := c.noNodesSince.Load()
+		if since == 0 || time.Now().UnixNano() >= min(since+int64(c.cfg.RetryBudget), deadline) {
+			return false
+		}
+		select {
+		case <-tk.C:
+		case <-ctx.Done():
+			return false
+		case <-c.closedCh:
+			return false
+		}
+	}
+}
+
+// noNodesGrace reports whether the table has been without data nodes for
+// less than RetryBudget at now (see awaitNodes).
+func (c *Client) noNodesGrace(now int64) bool {
+	since := c.noNodesSince.Load()
+	return since != 0 && now < since+int64(c.cfg.RetryBudget)
+}
+
 // sync swaps in the node set of t. Nodes that left (or changed address)
 // are retired: marked removed at once, drained by the maintenance loop.
 func (c *Client) sync(t *route.Table) {
@@ -260,6 +317,12 @@ func (c *Client) sync(t *route.Table) {
 	}
 	c.nodes.Store(&next)
 	c.synced.Store(t.Version() + 1)
+	switch {
+	case len(next) > 0:
+		c.noNodesSince.Store(0)
+	case c.noNodesSince.Load() == 0:
+		c.noNodesSince.Store(time.Now().UnixNano())
+	}
 	for name, n := range old {
 		if next[name] != n {
 			n.retire()
@@ -324,9 +387,11 @@ func (c *Client) tick(now time.Time) {
 	moved = append(moved, c.retry...)
 	c.retry = c.retry[:0:0]
 	c.retryMu.Unlock()
+	waiting := 0
 	if len(moved) > 0 {
-		c.replace(t, nodes, moved, now)
+		waiting = c.replace(t, nodes, moved, now)
 	}
+	c.waitingMsgs.Store(int64(waiting))
 	if u := c.underReplicated.Load(); u != c.underLogged {
 		c.log.Warn("messages written with fewer copies than their group's replicas: too few live nodes",
 			"copies_missing", u-c.underLogged, "total", u)
@@ -345,10 +410,12 @@ func (c *Client) stopNode(n *node) []*msg {
 
 // replace re-places messages taken off a node (m.avoid names it) through
 // the placement table. It never blocks: target budgets are overrun rather
-// than stalling the maintenance loop.
-func (c *Client) replace(t *route.Table, nodes map[string]*node, msgs []*msg, now time.Time) {
+// than stalling the maintenance loop. It returns how many it put back on
+// the retry list to wait for a data node (see awaitNodes).
+func (c *Client) replace(t *route.Table, nodes map[string]*node, msgs []*msg, now time.Time) int {
 	cache := map[orderKey][]route.Node{}
 	targets := map[*node][]*msg{}
+	var waiting []*msg
 	nowNano := now.UnixNano()
 	for _, m := range msgs {
 		switch {
@@ -369,6 +436,11 @@ func (c *Client) replace(t *route.Table, nodes map[string]*node, msgs []*msg, no
 			n, err = c.failover(t, nodes, &m.msgHead, m.avoid(), cache)
 		}
 		if err != nil {
+			if errors.Is(err, queue.ErrNoNodes) && c.noNodesGrace(nowNano) {
+				m.failedOn(m.avoid(), err) // reported if its deadline passes first
+				waiting = append(waiting, m)
+				continue
+			}
 			m.resolve(err, nil)
 			continue
 		}
@@ -385,6 +457,10 @@ func (c *Client) replace(t *route.Table, nodes map[string]*node, msgs []*msg, no
 			c.retryLater(left...) // n left the table meanwhile; next tick routes again
 		}
 	}
+	if len(waiting) > 0 {
+		c.retryLater(waiting...) // no data node for now: the next tick tries again
+	}
+	return len(waiting)
 }
 
 func (c *Client) retryLater(ms ...*msg) {

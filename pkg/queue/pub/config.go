@@ -49,7 +49,8 @@ type Config struct {
 	PublishWait time.Duration
 	// RetryBudget is how long a node may stay unreachable before its queued
 	// and in-flight messages are re-placed on the next node of their
-	// placement order and new messages are routed around it.
+	// placement order and new messages are routed around it; and how long
+	// after the table lost its last node messages wait for one.
 	RetryBudget time.Duration
 	// StallTimeout: a stream with batches in flight and no ack for this long
 	// is treated as broken (the node stopped answering without closing).
@@ -76,7 +77,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&c.MaxBytesPerNode, "queue-max-bytes-per-node", DefaultMaxBytesPerNode,
 		"payload bytes queued and in flight per data node before writers are blocked")
 	fs.DurationVar(&c.RetryBudget, "queue-retry-budget", DefaultRetryBudget,
-		"how long an unreachable data node keeps its writes before they are re-placed on the next node")
+		"how long an unreachable data node keeps its writes before they are re-placed on the next node, and how long writes wait for a node when there is none")
 	fs.DurationVar(&c.PublishWait, "queue-publish-wait", DefaultPublishWait,
 		"how long a write waits for room in a full per-node buffer before failing with resource exhausted")
 }

@@ -407,3 +407,98 @@ func TestIncompatibleNodeRoutedAround(t *testing.T) {
 		t.Fatalf("incompatible node was retried: %d streams opened", k)
 	}
 }
+
+// TestNodesVanishForAMoment: the table loses every data node and gets them
+// back soon after, as when etcd drops the nodes' leases while it is paused
+// and they re-register. A publish made meanwhile waits and is acked; once
+// the table has been empty for RetryBudget, publishes fail with ErrNoNodes
+// instead of waiting.
+func TestNodesVanishForAMoment(t *testing.T) {
+	rec := newRecorder(false)
+	a := startNode(t, "a", false, map[queue.Topic]queue.Listener{topic: rec})
+	r := newRouter(t, a)
+	cfg := fastConfig()
+	cfg.RetryBudget = 2 * time.Second // the grace: longer than the blip below takes
+	c := newClient(t, cfg, r)
+	p := c.NewBatchPublisher(waitMax)
+	defer p.Close()
+	ctx := context.Background()
+	if f, err := p.Publish(ctx, topic, queue.Message{Group: group, Payload: []byte("before")}); err != nil || f.Get(ctx) != nil {
+		t.Fatalf("publish before the blip: %v", err)
+	}
+
+	setNodes(t, r) // every node gone
+	type result struct {
+		f   queue.Future
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		f, err := p.Publish(ctx, topic, queue.Message{Group: group, Payload: []byte("during")})
+		done <- result{f, err}
+	}()
+	eventually(t, "the publish to wait for a node", func() bool { return c.Stats().AwaitingNodes == 1 })
+	setNodes(t, r, a) // back
+	res := <-done
+	if res.err != nil {
+		t.Fatalf("publish during the blip: %v (want it to wait for the node)", res.err)
+	}
+	if err := res.f.Get(ctx); err != nil {
+		t.Fatalf("message published during the blip: %v", err)
+	}
+	if !rec.has("during") {
+		t.Fatal("acked but not persisted")
+	}
+
+	// A longer outage: after RetryBudget without nodes, publishing fails.
+	cfg.RetryBudget = 100 * time.Millisecond
+	c2 := newClient(t, cfg, r)
+	p2 := c2.NewBatchPublisher(waitMax)
+	defer p2.Close()
+	setNodes(t, r)
+	_, err := p2.Publish(ctx, topic, queue.Message{Group: group, Payload: []byte("outage")})
+	if !errors.Is(err, queue.ErrNoNodes) {
+		t.Fatalf("publish with no node for longer than RetryBudget: %v, want ErrNoNodes", err)
+	}
+	if _, err := p2.Publish(ctx, topic, queue.Message{Group: group, Payload: []byte("outage-2")}); !errors.Is(err, queue.ErrNoNodes) {
+		t.Fatalf("second publish in the outage: %v, want ErrNoNodes", err)
+	}
+	if got := c2.Stats().AwaitingNodes; got != 0 {
+		t.Errorf("AwaitingNodes = %d after the publishes returned", got)
+	}
+}
+
+// TestQueuedWorkWaitsForNodes: messages queued on a node when the table
+// loses every node are kept for the next node instead of failing, and the
+// ones in flight there follow after RetryBudget.
+func TestQueuedWorkWaitsForNodes(t *testing.T) {
+	recA, recB := newRecorder(true), newRecorder(false)
+	defer recA.release()
+	a := startNode(t, "a", false, map[queue.Topic]queue.Listener{topic: recA})
+	r := newRouter(t, a)
+	cfg := fastConfig()
+	cfg.RetryBudget = 2 * time.Second
+	cfg.StallTimeout = time.Minute // only the removal may move the work
+	cfg.MaxBatchMessages = 10      // 8 batches of 10 in flight, the rest queued
+	c := newClient(t, cfg, r)
+	p := c.NewBatchPublisher(waitMax)
+	defer p.Close()
+
+	msgs := publishN(context.Background(), t, p, "q", 300)
+	eventually(t, "node a's listener to hold batches", func() bool { _, calls := recA.count(); return calls > 0 })
+	setNodes(t, r)
+	eventually(t, "the queued messages to wait for a node", func() bool { return c.Stats().WaitingMessages > 0 })
+	b := startNode(t, "b", false, map[queue.Topic]queue.Listener{topic: recB})
+	setNodes(t, r, b)
+
+	acked, failed := outcomes(t, msgs)
+	if len(failed) > 0 {
+		t.Fatalf("%d of %d failed, e.g. %s", len(failed), len(msgs), first(failed))
+	}
+	for _, m := range acked {
+		if !recB.has(m.payload) {
+			t.Fatalf("%s acked but not persisted by b (a never acked anything)", m.payload)
+		}
+	}
+	eventually(t, "the waiting gauge to drop", func() bool { return c.Stats().WaitingMessages == 0 })
+}

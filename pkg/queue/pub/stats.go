@@ -34,6 +34,11 @@ type Stats struct {
 	// UnderReplicated counts copies of messages of replicated groups that
 	// were not written because too few live nodes could hold them.
 	UnderReplicated int64
+	// AwaitingNodes counts Publish calls waiting for the placement table to
+	// have a data node again (see Client: the table became empty less than
+	// RetryBudget ago), and WaitingMessages the messages taken off departed
+	// nodes that the last tick kept for the same reason.
+	AwaitingNodes, WaitingMessages int64
 }
 
 // Stats returns the current counters and gauges. It takes a lock per
@@ -42,6 +47,7 @@ func (c *Client) Stats() Stats {
 	st := Stats{
 		Reconnects: c.reconnects.Load(), Replaced: c.replaced.Load(),
 		BatchesSent: c.batches.Load(), MessagesSent: c.sent.Load(), UnderReplicated: c.underReplicated.Load(),
+		AwaitingNodes: c.awaiting.Load(), WaitingMessages: c.waitingMsgs.Load(),
 	}
 	c.mu.Lock()
 	for n := range c.all {
