@@ -133,6 +133,7 @@ type publisherCollector struct {
 
 	nodeInflight, nodeBytes, nodeDown, bytes, bound          *prometheus.Desc
 	reconnects, replaced, batches, messages, underReplicated *prometheus.Desc
+	waitingForNodes                                          *prometheus.Desc
 }
 
 func newPublisherCollector(stats func() pub.Stats, maxBytesPerNode int64) *publisherCollector {
@@ -151,12 +152,13 @@ func newPublisherCollector(stats func() pub.Stats, maxBytesPerNode int64) *publi
 		batches:         d("batches_sent_total", "Batches written to data nodes, resends included."),
 		messages:        d("messages_sent_total", "Messages written to data nodes, resends included."),
 		underReplicated: d("under_replicated_copies_total", "Copies of replicated writes not written for want of live data nodes."),
+		waitingForNodes: d("waiting_for_nodes", "Writes held because no data node is registered, for at most --queue-retry-budget after the last one left."),
 	}
 }
 
 func (c *publisherCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.nodeInflight, c.nodeBytes, c.nodeDown, c.bytes, c.bound,
-		c.reconnects, c.replaced, c.batches, c.messages, c.underReplicated} {
+		c.reconnects, c.replaced, c.batches, c.messages, c.underReplicated, c.waitingForNodes} {
 		ch <- d
 	}
 }
@@ -179,6 +181,7 @@ func (c *publisherCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.batches, prometheus.CounterValue, float64(st.BatchesSent))
 	ch <- prometheus.MustNewConstMetric(c.messages, prometheus.CounterValue, float64(st.MessagesSent))
 	ch <- prometheus.MustNewConstMetric(c.underReplicated, prometheus.CounterValue, float64(st.UnderReplicated))
+	ch <- prometheus.MustNewConstMetric(c.waitingForNodes, prometheus.GaugeValue, float64(st.AwaitingNodes+st.WaitingMessages))
 }
 
 // listenerMetrics count what reaches the store's listeners.
