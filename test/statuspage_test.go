@@ -74,7 +74,8 @@ func tail(s string, n int) string {
 
 // The operator's view of a cluster in a real browser: after writes through
 // a liaison, its status page lists every data node by name and address as
-// connected, and each shard of the group on the node the placement puts it.
+// connected, the other liaisons, and each shard of the group on the node
+// the placement puts it.
 func TestStatusPageInBrowser(t *testing.T) {
 	bin := findChromium(t)
 	etcdSrv := etcdtest.Start(t)
@@ -111,8 +112,25 @@ func TestStatusPageInBrowser(t *testing.T) {
 		return strings.Count(page, `class="connected">connected<`) == len(dataNodes)
 	})
 
+	// A second liaison registers too, and the first one's page lists it;
+	// the page's own liaison stays a single row.
+	var l2 roles.Liaison
+	l2.SetDefaults()
+	l2.SetClientAddr("127.0.0.1:0")
+	l2.HTTPAddr = ""
+	l2.NodeName = "liaison-two"
+	l2.Etcd.Endpoints = []string{etcdSrv.Endpoint()}
+	runClientRole(t, "liaison", &l2)
+	otherRow := `<td>liaison-two</td><td>liaison</td><td>` + l2.ClientAddr() + `</td>`
+	pollUntil(t, 10*time.Second, "the other liaison on the status page", func() bool {
+		return strings.Contains(httpGet(t, url), otherRow)
+	})
+
 	dom := dumpDOM(t, bin, url, 60*time.Second)
-	want := []string{"liaison-browser", l.ClientAddr(), `content="5"`}
+	if n := strings.Count(dom, "<td>liaison-browser</td>"); n != 1 {
+		t.Errorf("the page's own liaison is in %d rows, want 1", n)
+	}
+	want := []string{"liaison-browser", l.ClientAddr(), `content="5"`, otherRow}
 	for _, n := range dataNodes {
 		want = append(want, `<td>`+n.Name+`</td><td>data</td><td>`+n.Addr+`</td>`)
 	}

@@ -12,7 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
+	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	"github.com/banyand-io/banyand/banyand/liaison"
 	"github.com/banyand-io/banyand/banyand/metadata"
@@ -48,7 +50,7 @@ func (l *Liaison) RegisterFlags(fs *pflag.FlagSet) {
 	l.server.register(fs, DefaultClientAddr)
 	fs.StringVar(&l.HTTPAddr, "http-addr", DefaultLiaisonHTTPAddr, "host:port for the status page, /metrics, /healthz and /readyz; empty disables")
 	registerPprofFlag(fs, &l.Pprof)
-	fs.StringVar(&l.NodeName, "node-name", "", "this liaison's name in logs and in the data nodes' view (default: derived from --grpc-addr)")
+	fs.StringVar(&l.NodeName, "node-name", "", "this liaison's name in logs, in the data nodes' view and in the node registry, where it must be unique (default: derived from the bound client address)")
 	l.Etcd.RegisterFlags(fs)
 	l.Queue.RegisterFlags(fs)
 	l.ClusterTLS.register(fs)
@@ -94,6 +96,14 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 	nodeCfg := etcd.NodeConfig{Namespace: l.Etcd.Namespace}
 	nodeWatcher, err := etcd.NewNodeWatcher(nodeCfg, cli, logger.With("component", "node-watch"))
 	if err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
+	// The liaison registers too (role liaison), so every status page lists
+	// every liaison; placement takes data nodes only (dataNodes).
+	registrar, err := etcd.NewNodeRegistrar(nodeCfg, cli, logger.With("component", "node-registrar"))
+	if err != nil {
+		_ = cli.Close()
 		return nil, err
 	}
 	store := etcd.New(etcd.Config{Namespace: l.Etcd.Namespace}, cli, logger.With("component", "registry"))
@@ -130,7 +140,7 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 		services.Register(s)
 	})
 	status := newStatusPage(statusSources{
-		self:     func() statusNode { return l.selfNode(name) },
+		self:     l.selfNode,
 		nodes:    watch.Nodes,
 		pubStats: publisher.Stats,
 		table:    router.Current,
@@ -145,8 +155,31 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 		watch,
 		&funcComponent{name: "publisher", stop: publisher.Close},
 		l.grpc,
+		&registration{what: "liaison", retryTaken: liaisonRegistrationRetry, node: l.registryNode, registrar: registrar, logger: logger},
 		readyMarker{l.http},
 	}, nil
+}
+
+// registryName is this liaison's name in the registry and on status
+// pages: --node-name, or one derived from the bound client address (not
+// the configured one, which may say port 0).
+func (l *Liaison) registryName() string {
+	if l.NodeName != "" {
+		return l.NodeName
+	}
+	return "liaison-" + sanitizeName(advertised(l.ClientAddr()))
+}
+
+// registryNode is this liaison's registration: its client address, for
+// the status pages of the others.
+func (l *Liaison) registryNode() *databasev1.Node {
+	return &databasev1.Node{
+		Metadata:    &commonv1.Metadata{Name: l.registryName()},
+		Roles:       []databasev1.Role{databasev1.Role_ROLE_LIAISON},
+		GrpcAddress: advertised(l.ClientAddr()),
+		HttpAddress: l.HTTPBoundAddr(),
+		CreatedAt:   timestamppb.Now(),
+	}
 }
 
 // nodeWatch feeds the live data nodes into the placement. Start waits for
@@ -231,9 +264,9 @@ func (w *nodeWatch) Stop(ctx context.Context) error {
 }
 
 // selfNode is this liaison as the status page lists it.
-func (l *Liaison) selfNode(name string) statusNode {
+func (l *Liaison) selfNode() statusNode {
 	return statusNode{
-		Name: name, Roles: "liaison", GRPCAddr: l.ClientAddr(), HTTPAddr: l.HTTPBoundAddr(),
+		Name: l.registryName(), Roles: "liaison", GRPCAddr: l.ClientAddr(), HTTPAddr: l.HTTPBoundAddr(),
 		Health: readiness(l.http), Self: true,
 	}
 }

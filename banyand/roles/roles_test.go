@@ -2,10 +2,13 @@ package roles
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +17,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
+	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
+	"github.com/banyand-io/banyand/pkg/registry/node"
 	"github.com/banyand-io/banyand/pkg/run"
 )
 
@@ -139,5 +145,49 @@ func TestHTTPServerPprofOnlyWhenAsked(t *testing.T) {
 		case !on && code != http.StatusNotFound:
 			t.Errorf("no --pprof: /debug/pprof/ answered %d, want 404", code)
 		}
+	}
+}
+
+// takenOnce refuses the first registration as taken, then holds the next
+// until ctx ends, as a registrar does while the node stays registered.
+type takenOnce struct{ calls atomic.Int32 }
+
+func (r *takenOnce) Register(ctx context.Context, n *databasev1.Node) error {
+	if r.calls.Add(1) == 1 {
+		return fmt.Errorf("register node %q: %w", n.GetMetadata().GetName(), node.ErrNodeNameTaken)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// A liaison whose name another live registration holds keeps serving and
+// registers once it can; a data node stops with the error.
+func TestRegistrationRetriesTakenNameOnlyWhenAsked(t *testing.T) {
+	logger := slog.New(slog.DiscardHandler)
+	mk := func() *databasev1.Node {
+		return &databasev1.Node{Metadata: &commonv1.Metadata{Name: "l1"}, GrpcAddress: "a:1"}
+	}
+
+	var data takenOnce
+	if err := (&registration{what: "data node", node: mk, registrar: &data, logger: logger}).Serve(context.Background()); !errors.Is(err, node.ErrNodeNameTaken) {
+		t.Fatalf("data node: %v, want ErrNodeNameTaken", err)
+	}
+
+	var lia takenOnce
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- (&registration{what: "liaison", retryTaken: time.Millisecond, node: mk, registrar: &lia, logger: logger}).Serve(ctx)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for lia.calls.Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the liaison did not register again after its name was taken")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("liaison registration at stop: %v", err)
 	}
 }

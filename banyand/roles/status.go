@@ -225,9 +225,13 @@ func (p *statusPage) nodeRows() []statusNode {
 	}
 	var rows []statusNode
 	listed := map[string]bool{}
+	self := p.src.self().Name
 	for _, n := range p.src.nodes() {
 		name := n.GetMetadata().GetName()
 		listed[name] = true
+		if name == self {
+			continue // the page's first row, with its own health
+		}
 		row := statusNode{Name: name, Roles: roleNames(n.GetRoles()), GRPCAddr: n.GetGrpcAddress(), HTTPAddr: n.GetHttpAddress()}
 		if ps, ok := seen[name]; ok {
 			row.Health, row.InFlightBatches, row.BytesInUse = connHealth(ps), ps.InFlightBatches, ps.BytesInUse

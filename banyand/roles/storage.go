@@ -146,7 +146,7 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 		store,
 		&retention{store: store, ttls: cache.TTLs, logger: logger},
 		serveSub,
-		&registration{role: s, registrar: registrar, logger: logger},
+		&registration{what: "data node", node: s.registryNode, registrar: registrar, logger: logger},
 		readyMarker{s.http},
 	}, nil
 }
@@ -183,24 +183,13 @@ func (c *subscriberComponent) Serve(context.Context) error {
 
 func (c *subscriberComponent) Stop(ctx context.Context) error { return c.server.Stop(ctx) }
 
-// registration keeps the node registered while the role runs; it is
-// stopped first, so liaisons stop routing here before the node drains.
-type registration struct {
-	role      *Storage
-	registrar interface {
-		Register(ctx context.Context, n *databasev1.Node) error
-	}
-	logger *slog.Logger
-}
-
-func (r *registration) Name() string { return "node-registration" }
-
-func (r *registration) Serve(ctx context.Context) error {
-	addr := r.role.AdvertiseAddr
+// registryNode is this data node's registration.
+func (s *Storage) registryNode() *databasev1.Node {
+	addr := s.AdvertiseAddr
 	if addr == "" {
-		addr = advertised(r.role.ClusterAddr())
+		addr = advertised(s.ClusterAddr())
 	}
-	name := r.role.NodeName
+	name := s.NodeName
 	if name == "" {
 		name = "data-" + sanitizeName(addr)
 	}
@@ -208,16 +197,13 @@ func (r *registration) Serve(ctx context.Context) error {
 		Metadata:    &commonv1.Metadata{Name: name},
 		Roles:       []databasev1.Role{databasev1.Role_ROLE_DATA},
 		GrpcAddress: addr,
-		HttpAddress: r.role.http.Addr(),
+		HttpAddress: s.http.Addr(),
 		CreatedAt:   timestamppb.Now(),
 	}
-	if r.role.Capacity > 0 {
-		n.Labels = map[string]string{"capacity": fmt.Sprint(r.role.Capacity)}
+	if s.Capacity > 0 {
+		n.Labels = map[string]string{"capacity": fmt.Sprint(s.Capacity)}
 	}
-	r.logger.Info("registering data node", "node", name, "addr", addr)
-	// After ctx is done Register returns nil, or why the node could not be
-	// deregistered (its lease then expires on its own).
-	return r.registrar.Register(ctx, n)
+	return n
 }
 
 // advertised turns a bound address into one others can dial: an

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -205,9 +206,10 @@ func (s *nodeWatch) decode(kv *mvccpb.KeyValue) *databasev1.Node {
 	return n
 }
 
-// WaitForNodes blocks until at least n nodes are registered under cfg's
-// namespace, or ctx is done. Tools and tests that start data nodes and then
-// a liaison use it, so the liaison's first snapshot holds them all.
+// WaitForNodes blocks until at least n data nodes (role data; liaisons
+// register too) are registered under cfg's namespace, or ctx is done.
+// Tools and tests that start data nodes and then a liaison use it, so the
+// liaison's first snapshot holds them all.
 func WaitForNodes(ctx context.Context, cfg NodeConfig, cli *clientv3.Client, n int) error {
 	w, err := NewNodeWatcher(cfg, cli, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -217,7 +219,13 @@ func WaitForNodes(ctx context.Context, cfg NodeConfig, cli *clientv3.Client, n i
 	defer cancel()
 	registered := false
 	err = w.Watch(wctx, func(u node.Update) {
-		if len(u.Nodes) >= n {
+		data := 0
+		for _, nd := range u.Nodes {
+			if slices.Contains(nd.GetRoles(), databasev1.Role_ROLE_DATA) {
+				data++
+			}
+		}
+		if data >= n {
 			registered = true
 			cancel()
 		}
@@ -228,5 +236,5 @@ func WaitForNodes(ctx context.Context, cfg NodeConfig, cli *clientv3.Client, n i
 	if err == nil {
 		err = ctx.Err()
 	}
-	return fmt.Errorf("waiting for %d registered nodes: %w", n, err)
+	return fmt.Errorf("waiting for %d registered data nodes: %w", n, err)
 }
