@@ -275,8 +275,7 @@ func (c *Client) awaitNodes(ctx context.Context, t *route.Table, deadline int64)
 		if c.place.Current() != t {
 			return true
 		}
-		since := c.noNodesSince.Load()
-		if since == 0 || time.Now().UnixNano() >= min(since+int64(c.cfg.RetryBudget), deadline) {
+		if now := time.Now().UnixNano(); !c.noNodesGrace(now) || now >= deadline {
 			return false
 		}
 		select {
