@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -28,5 +29,17 @@ func TestProcsChoice(t *testing.T) {
 	}
 	if _, err := execute(t, nil, "standalone", "--procs", "-1"); err == nil || !strings.Contains(err.Error(), "--procs -1") {
 		t.Errorf("--procs -1: %v, want a validation error naming the flag", err)
+	}
+}
+
+// apply sets what choose picks: with no flag and no environment variable,
+// the runtime's value plus extraProcs.
+func TestProcsApplySetsGOMAXPROCS(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(before) })
+	var p procsConfig
+	n, _ := p.apply(func(string) (string, bool) { return "", false })
+	if n != before+extraProcs || runtime.GOMAXPROCS(0) != n {
+		t.Fatalf("apply gave %d and GOMAXPROCS is %d, want %d", n, runtime.GOMAXPROCS(0), before+extraProcs)
 	}
 }

@@ -27,12 +27,8 @@ const (
 // same name and data path. Writes go on on the survivor; nothing
 // acknowledged is lost, nothing is read twice.
 func TestKillDataNodeUnderLoad(t *testing.T) {
-	c := newCluster(t)
-	nodes := []*dataNode{c.newDataNode(0), c.newDataNode(1)}
-	lia := c.newLiaison()
-	conn := readyConn(t, lia.addr)
-
-	ld := startWarmLoad(t, conn)
+	u := startUnderLoad(t)
+	c, nodes, conn, ld := u.c, u.nodes, u.conn, u.ld
 	killedAt := time.Now()
 	nodes[1].p.kill()
 	t.Logf("killed %s (SIGKILL) after %d acks", nodes[1].name, ld.acked.Load())
@@ -57,13 +53,8 @@ func TestKillDataNodeUnderLoad(t *testing.T) {
 // the same address; the client reconnects. Every write the client saw
 // acknowledged is readable, once.
 func TestKillLiaisonUnderLoad(t *testing.T) {
-	c := newCluster(t)
-	c.newDataNode(0)
-	c.newDataNode(1)
-	lia := c.newLiaison()
-	conn := readyConn(t, lia.addr)
-
-	ld := startWarmLoad(t, conn)
+	u := startUnderLoad(t)
+	c, lia, conn, ld := u.c, u.lia, u.conn, u.ld
 	lia.p.kill()
 	t.Logf("killed the liaison (SIGKILL) after %d acks", ld.acked.Load())
 	restartAt := time.Now()
@@ -103,13 +94,8 @@ const etcdOutage = 10 * time.Second
 // data nodes are registered again; no write fails and nothing
 // acknowledged is lost.
 func TestEtcdStoppedUnderLoad(t *testing.T) {
-	c := newCluster(t)
-	c.newDataNode(0)
-	c.newDataNode(1)
-	lia := c.newLiaison()
-	conn := readyConn(t, lia.addr)
-
-	ld := startWarmLoad(t, conn)
+	u := startUnderLoad(t)
+	c, conn, ld := u.c, u.conn, u.ld
 	before := waitRegistered(t, c.etcd, readyTimeout, "data-0", "data-1")
 	stoppedAt := time.Now()
 	c.etcdP.signal(t, syscall.SIGSTOP)

@@ -167,6 +167,25 @@ func readyConn(t *testing.T, addr string) *grpc.ClientConn {
 	return conn
 }
 
+// underLoad is how three scenarios start: etcd, two data nodes, one
+// liaison, and the warm load writing through it.
+type underLoad struct {
+	c     *cluster
+	nodes []*dataNode
+	lia   *liaison
+	conn  *grpc.ClientConn
+	ld    *load
+}
+
+func startUnderLoad(t *testing.T) underLoad {
+	t.Helper()
+	c := newCluster(t)
+	nodes := []*dataNode{c.newDataNode(0), c.newDataNode(1)}
+	lia := c.newLiaison()
+	conn := readyConn(t, lia.addr)
+	return underLoad{c: c, nodes: nodes, lia: lia, conn: conn, ld: startWarmLoad(t, conn)}
+}
+
 // startWarmLoad starts the default load on conn and returns once warmAcks
 // writes were acknowledged: the state every fault is injected in.
 func startWarmLoad(t *testing.T, conn *grpc.ClientConn) *load {
