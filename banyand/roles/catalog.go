@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/banyand-io/banyand/banyand/liaison"
+	"github.com/banyand-io/banyand/banyand/storage/tsdb"
 	"github.com/banyand-io/banyand/pkg/auth"
 	"github.com/banyand-io/banyand/pkg/queue"
 	"github.com/banyand-io/banyand/pkg/queue/pub"
@@ -91,9 +92,12 @@ func catalogRole(reg prometheus.Registerer, role string) {
 			schema: noSchemaStats{}, cache: cache,
 			registrar: func() etcd.NodeRegistrarStats { return etcd.NodeRegistrarStats{} },
 			security:  catalogSecurity(false),
+			engine:    catalogEngine,
 		})
 	case "standalone":
-		m = registerStandaloneMetrics(reg, standaloneSources{schema: noSchemaStats{}, cache: cache, security: catalogSecurity(true)})
+		m = registerStandaloneMetrics(reg, standaloneSources{
+			schema: noSchemaStats{}, cache: cache, security: catalogSecurity(true), engine: catalogEngine,
+		})
 	}
 	if m.writes != nil {
 		m.writes.received.WithLabelValues("", "")
@@ -121,6 +125,9 @@ func catalogSecurity(clientAPI bool) *securityMetrics {
 	}
 	return m
 }
+
+// catalogEngine is an open store's engine stats, so its metrics are listed.
+func catalogEngine() (tsdb.EngineStats, bool) { return tsdb.EngineStats{}, true }
 
 type noSchemaStats struct{}
 

@@ -10,6 +10,7 @@ import (
 
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	"github.com/banyand-io/banyand/banyand/liaison"
+	"github.com/banyand-io/banyand/banyand/storage/tsdb"
 	"github.com/banyand-io/banyand/pkg/queue"
 	"github.com/banyand-io/banyand/pkg/queue/pub"
 	"github.com/banyand-io/banyand/pkg/queue/sub"
@@ -68,6 +69,7 @@ type storageSources struct {
 	cache     *liaison.SchemaCache
 	registrar func() etcd.NodeRegistrarStats
 	security  *securityMetrics
+	engine    func() (tsdb.EngineStats, bool) // false while the store is not open
 }
 
 func registerStorageMetrics(reg prometheus.Registerer, src storageSources) roleMetrics {
@@ -78,7 +80,7 @@ func registerStorageMetrics(reg prometheus.Registerer, src storageSources) roleM
 		func() int64 { return src.registrar().Renewals })
 	counterFunc(reg, "banyand_registry_node_losses_total", "Leases of this node lost while registered.",
 		func() int64 { return src.registrar().Losses })
-	reg.MustRegister(src.security)
+	reg.MustRegister(src.security, newEngineCollector(src.engine))
 	return roleMetrics{listeners: newListenerMetrics(reg), registryEvents: newRegistryEvents(reg)}
 }
 
@@ -87,13 +89,14 @@ type standaloneSources struct {
 	schema   schemaStore
 	cache    *liaison.SchemaCache
 	security *securityMetrics
+	engine   func() (tsdb.EngineStats, bool) // false while the store is not open
 }
 
 func registerStandaloneMetrics(reg prometheus.Registerer, src standaloneSources) roleMetrics {
 	m := roleMetrics{writes: newWriteCounters(reg), grpc: newGRPCMetrics(reg), registryEvents: newRegistryEvents(reg)}
 	registerSchemaMetrics(reg, src.schema, src.cache)
 	m.listeners = newListenerMetrics(reg)
-	reg.MustRegister(src.security)
+	reg.MustRegister(src.security, newEngineCollector(src.engine))
 	return m
 }
 

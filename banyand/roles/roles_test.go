@@ -79,7 +79,8 @@ func TestStandaloneHTTPEndpoints(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, "go_goroutines") {
 		t.Fatalf("/metrics: %d, no go_goroutines in %.200q", code, body)
 	}
-	for _, name := range []string{"banyand_schema_cache_objects", "banyand_registry_schema_resyncs_total"} {
+	for _, name := range []string{"banyand_schema_cache_objects", "banyand_registry_schema_resyncs_total",
+		"banyand_storage_engine_wal_bytes_written_total"} {
 		if !strings.Contains(body, name) {
 			t.Errorf("/metrics: no %s", name)
 		}

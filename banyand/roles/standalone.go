@@ -85,7 +85,9 @@ func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 	store := storage.New(storage.Config{Dir: storageDir(s.DataPath)}, cache, logger)
 	promReg := newRoleRegistry()
 	sec := newSecurityMetrics(true)
-	metrics := registerStandaloneMetrics(promReg, standaloneSources{schema: reg, cache: cache, security: sec})
+	metrics := registerStandaloneMetrics(promReg, standaloneSources{
+		schema: reg, cache: cache, security: sec, engine: engineStatsOf(store),
+	})
 	services := liaison.NewServices(liaison.WriteConfig{AckTimeout: s.server.AckTimeout}, liaison.Deps{
 		Logger: logger.With("component", "liaison"), Schema: cache, Queue: q, Counters: metrics.writes,
 	})

@@ -135,7 +135,9 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 	}
 	server := sub.New(subCfg, logger.With("component", "subscriber"))
 	reg := newRoleRegistry()
-	metrics := registerStorageMetrics(reg, storageSources{schema: schema, cache: cache, registrar: registrar.Stats, security: sec})
+	metrics := registerStorageMetrics(reg, storageSources{
+		schema: schema, cache: cache, registrar: registrar.Stats, security: sec, engine: engineStatsOf(store),
+	})
 	s.http = newHTTPServer(s.HTTPAddr, s.Pprof, logger, reg, nil)
 
 	serveSub := &subscriberComponent{role: s, server: server, store: store, metrics: metrics.listeners, logger: logger}

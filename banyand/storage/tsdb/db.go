@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -48,6 +49,9 @@ type DB struct {
 	log      *slog.Logger
 	writeOpt *pebble.WriteOptions
 	segs     *segmentIndex
+	stalls   *writeStalls
+	// lastStats is EngineStats' last read, served once Pebble is closing.
+	lastStats atomic.Pointer[EngineStats]
 
 	// retention is held for reading by every write from segment assignment
 	// until commit, and for writing by DropExpired, so a segment is never
@@ -74,7 +78,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("tsdb: create data directory: %w", err)
 	}
-	pdb, err := pebble.Open(dir, &pebble.Options{
+	popts := &pebble.Options{
 		Logger: pebblelog.Logger{Log: log},
 		Merger: measureMerger,
 		// With Pebble's 4 MB default, flushes and the L0 compactions
@@ -82,7 +86,10 @@ func Open(dir string, opts Options) (*DB, error) {
 		// (docs/performance.md). Memtables start small and grow to this.
 		MemTableSize:                64 << 20,
 		MemTableStopWritesThreshold: 4,
-	})
+	}
+	stalls := &writeStalls{log: log}
+	popts.AddEventListener(stalls.listener())
+	pdb, err := pebble.Open(dir, popts)
 	if err != nil {
 		return nil, fmt.Errorf("tsdb: open %s: %w", dir, err)
 	}
@@ -92,6 +99,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		log:      log,
 		writeOpt: pebble.Sync,
 		segs:     newSegmentIndex(),
+		stalls:   stalls,
 		closed:   make(chan struct{}),
 	}
 	if opts.NoSync {
