@@ -10,10 +10,23 @@ import (
 
 // wireRequest receives one write request as its wire bytes. It is an
 // Empty, so under grpc's own codec every field lands in its unknown fields
-// (a parse and a copy); ServerCodec fills raw with one copy and no parse.
+// (a parse and a copy); ServerCodec fills raw with no parse, and with no
+// copy either when the message arrived in one buffer (a write request
+// almost always does): raw then aliases grpc's pooled buffer, held until
+// release.
 type wireRequest struct {
 	emptypb.Empty
-	raw []byte
+	raw  []byte
+	held mem.BufferSlice // raw's buffer, returned to grpc's pool by release
+}
+
+// release gives the received buffer back. Nothing may use raw, or slices
+// of it, afterwards.
+func (r *wireRequest) release() {
+	if r.held != nil {
+		r.held.Free()
+		r.held, r.raw = nil, nil
+	}
 }
 
 func (r *wireRequest) bytes() []byte {
@@ -55,6 +68,13 @@ func (c serverCodec) Marshal(v any) (mem.BufferSlice, error) {
 
 func (c serverCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if r, ok := v.(*wireRequest); ok {
+		if len(data) == 1 && data.Len() > 0 {
+			// grpc frees data once Unmarshal returns: the Ref keeps the
+			// buffer until release.
+			data.Ref()
+			r.raw, r.held = data[0].ReadOnlyData(), data
+			return nil
+		}
 		r.raw = data.Materialize()
 		if r.raw == nil {
 			r.raw = []byte{} // an empty message: present, no fields

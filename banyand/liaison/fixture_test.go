@@ -251,9 +251,13 @@ func (s *fakeStream[Req, Resp]) RecvMsg(m any) error {
 	if len(s.in) == 0 {
 		return io.EOF
 	}
-	raw := s.in[0]
+	// A pooled buffer, as grpc's are, scribbled over when freed: a request
+	// byte kept past its release shows up as garbage in the test's result.
+	raw := append([]byte(nil), s.in[0]...)
 	s.in = s.in[1:]
-	if err := s.c().Unmarshal(mem.BufferSlice{mem.SliceBuffer(raw)}, m); err != nil {
+	data := mem.BufferSlice{mem.NewBuffer(&raw, scribblePool{})}
+	defer data.Free() // grpc frees what it handed the codec
+	if err := s.c().Unmarshal(data, m); err != nil {
 		// What grpc's RecvMsg returns when the codec fails.
 		return status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
 	}
@@ -316,4 +320,16 @@ func mustMarshal(t testing.TB, m proto.Message) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// scribblePool is a mem.BufferPool that overwrites a buffer when it is
+// given back, so that reading it afterwards cannot pass unnoticed.
+type scribblePool struct{}
+
+func (scribblePool) Get(n int) *[]byte { b := make([]byte, n); return &b }
+
+func (scribblePool) Put(b *[]byte) {
+	for i := range *b {
+		(*b)[i] = 0xEE
+	}
 }

@@ -1,6 +1,7 @@
 package liaison
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -301,5 +302,42 @@ func TestStreamWriteMetadataReuse(t *testing.T) {
 	}
 	if len(res.msgs) != 2 {
 		t.Errorf("%d messages published, want 2", len(res.msgs))
+	}
+}
+
+// TestWriteKeepsNoRequestBytes: the request buffers grpc lends the codec
+// go back once each message is handled (the fake stream scribbles over
+// them then), so what outlives a message must be copies: the metadata a
+// stream's later messages omit and echo, and the published writes.
+func TestWriteKeepsNoRequestBytes(t *testing.T) {
+	q := &fakeQueue{}
+	svc := newTestServices(t, q)
+	// Over grpc's pooling threshold (1 KiB): smaller buffers are never reused.
+	e := el(ts0, fam(vStr("svc"), vInt(5), vBin(bytes.Repeat([]byte{7}, 2048))), extra())
+	first := mustMarshal(t, &streamv1.WriteRequest{Metadata: streamMD("s"), Element: e, MessageId: 1})
+	res := runStreamWrite(svc, q, first,
+		mustMarshal(t, &streamv1.WriteRequest{Element: e, MessageId: 2}),
+		mustMarshal(t, &streamv1.WriteRequest{Element: e, MessageId: 3}),
+	)
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	if len(res.resps) != 3 || len(res.msgs) != 3 {
+		t.Fatalf("%d answers and %d messages published, want 3 and 3", len(res.resps), len(res.msgs))
+	}
+	for i, r := range res.resps {
+		if r.GetStatus() != sSucceed.String() || !proto.Equal(r.GetMetadata(), streamMD("s")) {
+			t.Errorf("answer %d: %s with metadata %v, want %s with the stream's", i+1, r.GetStatus(), r.GetMetadata(), sSucceed)
+		}
+	}
+	// The same element each time: the same write published each time.
+	want := res.msgs[0].Payload
+	for i, m := range res.msgs {
+		if !bytes.Equal(m.Payload, want) || bytes.Contains(m.Payload, []byte{0xEE, 0xEE, 0xEE, 0xEE}) {
+			t.Errorf("published write %d is %x, want %x", i+1, m.Payload, want)
+		}
+	}
+	if !bytes.Contains(want, bytes.Repeat([]byte{7}, 2048)) {
+		t.Errorf("published write %x does not hold the element's tags", want)
 	}
 }

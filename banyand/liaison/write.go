@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -53,6 +54,13 @@ type metadataTracker struct {
 
 func (m *metadataTracker) resolve(md *commonv1.Metadata, raw []byte) (*commonv1.Metadata, *writeError) {
 	if md != nil {
+		// raw aliases the request's buffer, given back once it is handled:
+		// keep a copy, made only when the metadata changes.
+		if raw == nil || !bytes.Equal(raw, m.currentRaw) {
+			raw = bytes.Clone(raw)
+		} else {
+			raw = m.currentRaw
+		}
 		m.current, m.currentRaw = md, raw
 	}
 	if m.current == nil {
@@ -77,6 +85,16 @@ type received[T proto.Message] struct {
 	wire *wireWrite
 	md   *commonv1.Metadata
 	req  T
+	held mem.BufferSlice // raw's buffer when it is grpc's (see wireRequest)
+}
+
+// release gives the request's buffer back once handled: raw and wire
+// alias it, so nothing handled may keep them (pendingWrite does not;
+// metadataTracker copies what it keeps).
+func (r received[T]) release() {
+	if r.held != nil {
+		r.held.Free()
+	}
 }
 
 // metadataCache keeps the last Metadata decoded on the fast path: a client
@@ -104,14 +122,14 @@ func (c *metadataCache) decode(raw []byte) (*commonv1.Metadata, bool) {
 // wireRequest). parse then reads them into w (reused: the result is only
 // valid until the next call); a request it leaves to the slow path is
 // decoded into newReq() as the stream's typed Recv would, with its error.
-func recvWrite[T proto.Message](srv grpc.ServerStream, w *wireWrite, mdc *metadataCache, parse func([]byte, *wireWrite) bool, newReq func() T) (received[T], error) {
-	var in wireRequest
-	if err := srv.RecvMsg(&in); err != nil {
+func recvWrite[T proto.Message](srv grpc.ServerStream, in *wireRequest, w *wireWrite, mdc *metadataCache, parse func([]byte, *wireWrite) bool, newReq func() T) (received[T], error) {
+	*in = wireRequest{} // the stream's, reused: the last request was handled and released
+	if err := srv.RecvMsg(in); err != nil {
 		return received[T]{}, err
 	}
 	b := in.bytes()
 	if parse(b, w) {
-		r := received[T]{raw: b, wire: w}
+		r := received[T]{raw: b, wire: w, held: in.held}
 		if w.metadata == nil {
 			return r, nil
 		}
@@ -122,10 +140,11 @@ func recvWrite[T proto.Message](srv grpc.ServerStream, w *wireWrite, mdc *metada
 	}
 	req := newReq()
 	if err := proto.Unmarshal(b, req); err != nil {
+		in.release()
 		// What grpc's typed Recv answers for a message that does not decode.
 		return received[T]{}, status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
 	}
-	return received[T]{raw: b, req: req}, nil
+	return received[T]{raw: b, req: req, held: in.held}, nil
 }
 
 // decodeLate decodes a request the fast path read but could not prepare.
@@ -323,13 +342,14 @@ func serveWrites[Req writeRequest](w *writer, srv grpc.ServerStream, k *writeKin
 	var mdc metadataCache
 	var keyBuf []byte
 	var wire wireWrite
+	var in wireRequest // received into, one request at a time
 	recvCount := receivedCounter{src: w.counters, kind: k.name}
 	answerCount := answeredCounter{src: w.counters, kind: k.name}
 	sess := writeSession[received[Req]]{
 		logger: w.logger,
 		kind:   k.name,
 		recv: func() (received[Req], error) {
-			return recvWrite(srv, &wire, &mdc, k.parse, k.newReq)
+			return recvWrite(srv, &in, &wire, &mdc, k.parse, k.newReq)
 		},
 		publish: w.queue.NewBatchPublisher(w.cfg.AckTimeout),
 		send: func(p pendingWrite, st modelv1.Status) error {
@@ -340,6 +360,7 @@ func serveWrites[Req writeRequest](w *writer, srv grpc.ServerStream, k *writeKin
 			return nil
 		},
 		handle: func(ctx context.Context, in received[Req], pub queue.BatchPublisher) pendingWrite {
+			defer in.release()
 			req := in.req
 			var p pendingWrite
 			var reqMD *commonv1.Metadata
