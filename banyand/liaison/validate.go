@@ -54,6 +54,22 @@ func checkTimestamp(ts *timestamppb.Timestamp) *writeError {
 	return nil
 }
 
+// timestampValid is checkTimestamp's verdict on a timestamp's parts,
+// without building one (it escaped to the heap, once a write) or saying
+// why: the fast path only needs yes or no, and on no the slow path runs
+// checkTimestamp for the answer.
+func timestampValid(seconds int64, nanos int32) bool {
+	if nanos < 0 || nanos >= int32(time.Second) || nanos%int32(time.Millisecond) != 0 {
+		return false
+	}
+	// Compare seconds first: time.Unix of a huge value is not meaningful.
+	if seconds < minTime.Unix() || seconds > maxTime.Unix() {
+		return false
+	}
+	t := time.Unix(seconds, int64(nanos))
+	return !t.Before(minTime) && !t.After(maxTime)
+}
+
 // tagMatches reports whether v may be stored in a tag of type t. Null fits
 // any tag.
 func tagMatches(t databasev1.TagType, v *modelv1.TagValue) bool {
@@ -562,8 +578,7 @@ var wireFieldTypes = [...]databasev1.FieldType{
 // series key and shard. ok false means "take the slow path": the write may
 // be invalid, or valid in a way only the slow path handles.
 func (l *layout) fastPrepare(w *wireWrite, keyBuf []byte) (p prepared, ok bool) {
-	ts := timestamppb.Timestamp{Seconds: w.seconds, Nanos: w.nanos}
-	if checkTimestamp(&ts) != nil || len(w.famEnd) > len(l.families) {
+	if !timestampValid(w.seconds, w.nanos) || len(w.famEnd) > len(l.families) {
 		return prepared{}, false
 	}
 	start := 0

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -42,7 +43,13 @@ func (s *Store) write(ctx context.Context, msgs [][]byte, decode func([]byte, *n
 		}
 		errs[i] = err
 	}
-	ws := make([]tsdb.Write, 0, len(msgs))
+	wsp := writesPool.Get().(*[]tsdb.Write)
+	defer func() {
+		clear(*wsp) // they alias msgs: keep none of them alive in the pool
+		*wsp = (*wsp)[:0]
+		writesPool.Put(wsp)
+	}()
+	ws := (*wsp)[:0]
 	idx := make([]int, 0, len(msgs)) // ws[j] came from msgs[idx[j]]
 	var names nameCache
 	for i, m := range msgs {
@@ -54,6 +61,7 @@ func (s *Store) write(ctx context.Context, msgs [][]byte, decode func([]byte, *n
 		ws = append(ws, w)
 		idx = append(idx, i)
 	}
+	*wsp = ws // grown by the appends: the pool gets the bigger one back
 	if len(ws) == 0 {
 		return errs
 	}
@@ -72,6 +80,10 @@ func (s *Store) write(ctx context.Context, msgs [][]byte, decode func([]byte, *n
 	}
 	return errs
 }
+
+// writesPool recycles the decoded writes of a batch: at ~150 bytes a
+// write they were a tenth of a data node's allocation.
+var writesPool = sync.Pool{New: func() any { return new([]tsdb.Write) }}
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", queue.ErrInvalidMessage, fmt.Sprintf(format, args...))
