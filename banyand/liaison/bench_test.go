@@ -33,7 +33,7 @@ func BenchmarkPrepareStream(b *testing.B) {
 			b.Fatal("not prepared by the fast path")
 		}
 		keyBuf = prep.seriesKey
-		if _, err := encodeWrite(l.layout, prep, w.value, nil); err != nil {
+		if _, _, err := encodeWrite(l.layout, prep, w.value, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

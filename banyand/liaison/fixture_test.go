@@ -1,6 +1,7 @@
 package liaison
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -216,6 +217,9 @@ func (p fakePublisher) Publish(_ context.Context, topic queue.Topic, msg queue.M
 		}
 	}
 	p.q.topics = append(p.q.topics, topic)
+	// A copy, as a listener makes: once its future succeeded the liaison
+	// reuses the payload's buffer (queue.Future allows it).
+	msg.Payload = bytes.Clone(msg.Payload)
 	p.q.msgs = append(p.q.msgs, msg)
 	p.q.mu.Unlock()
 	if p.q.result == nil {

@@ -21,6 +21,18 @@ type pendingWrite struct {
 	metadataRaw []byte
 	future      queue.Future
 	err         *writeError
+	// payload is the pooled buffer of the published write, if it has one:
+	// given back once the future succeeded (see encodeWrite).
+	payload *[]byte
+}
+
+// payloadAcked gives the write's buffer back to the pool: its future
+// succeeded, so the queue reads it no more.
+func (p *pendingWrite) payloadAcked() {
+	if p.payload != nil && cap(*p.payload) <= maxPooledPayload {
+		payloadPool.Put(p.payload)
+	}
+	p.payload = nil
 }
 
 // maxPendingPerStream bounds how many messages of one client stream may be
@@ -103,6 +115,8 @@ func (s *writeSession[Req]) answer(ctx context.Context, pending <-chan pendingWr
 					level = slog.LevelDebug
 				}
 				s.logger.Log(ctx, level, "write failed", s.fields(p, status, "error", err)...)
+			} else {
+				p.payloadAcked()
 			}
 		}
 		sendErr = s.send(p, status)

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -225,14 +226,31 @@ func writeSize(group, name string, seriesKey, value []byte) int {
 
 // encodeWrite is the payload of one write: value spliced in as received
 // when the request carried it once and the liaison did not rewrite it
-// (spliced non-nil), otherwise rec marshalled.
-func encodeWrite(l *layout, prep prepared, spliced []byte, rec proto.Message) ([]byte, error) {
+// (spliced non-nil), otherwise rec marshalled. A spliced payload is built in a
+// buffer of payloadPool, returned as buf for the answer loop to give back
+// once the write is acked (see pendingWrite.payloadAcked); buf is nil
+// otherwise.
+func encodeWrite(l *layout, prep prepared, spliced []byte, rec proto.Message) (payload []byte, buf *[]byte, err error) {
 	if spliced != nil {
-		b := make([]byte, 0, writeSize(l.group, l.name, prep.seriesKey, spliced))
-		return appendWrite(b, l.group, l.name, prep.shard, prep.seriesKey, spliced, l.modRevision), nil
+		buf = payloadPool.Get().(*[]byte)
+		if n := writeSize(l.group, l.name, prep.seriesKey, spliced); cap(*buf) < n {
+			*buf = make([]byte, 0, n)
+		}
+		*buf = appendWrite((*buf)[:0], l.group, l.name, prep.shard, prep.seriesKey, spliced, l.modRevision)
+		return *buf, buf, nil
 	}
-	return proto.Marshal(rec)
+	payload, err = proto.Marshal(rec)
+	return payload, nil, err
 }
+
+// payloadPool recycles the buffers of encoded writes: at ~300 bytes a
+// write they were the largest allocation of the write path. A payload is
+// free again once its future succeeded (queue.Future says the queue reads
+// it no more then); after a failure it is left to the GC.
+var payloadPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledPayload keeps a rare huge write from pinning its buffer in the pool.
+const maxPooledPayload = 16 << 10
 
 // publish hands one encoded write to the publisher.
 func (w *writer) publish(ctx context.Context, pub queue.BatchPublisher, topic queue.Topic, group string, shard uint32, payload []byte, err error) (queue.Future, *writeError) {
@@ -390,8 +408,9 @@ func serveWrites[Req writeRequest](w *writer, srv grpc.ServerStream, k *writeKin
 			if in.wire != nil {
 				if prep, ok := kl.fast(in.wire, keyBuf); ok {
 					keyBuf = prep.seriesKey
-					payload, err := encodeWrite(l, prep, in.wire.value, nil)
+					payload, buf, err := encodeWrite(l, prep, in.wire.value, nil)
 					p.future, p.err = w.publish(ctx, pub, k.topic, l.group, prep.shard, payload, err)
+					p.payload = buf
 					return p
 				}
 				if req, p.err = decodeLate(in, k.newReq()); p.err != nil {
@@ -408,8 +427,9 @@ func serveWrites[Req writeRequest](w *writer, srv grpc.ServerStream, k *writeKin
 			if unchanged { // not rewritten from a tag family or data point spec
 				spliced, _ = rawField(in.raw, 2)
 			}
-			payload, err := encodeWrite(l, prep, spliced, rec)
+			payload, buf, err := encodeWrite(l, prep, spliced, rec)
 			p.future, p.err = w.publish(ctx, pub, k.topic, l.group, prep.shard, payload, err)
+			p.payload = buf
 			return p
 		},
 	}

@@ -53,6 +53,10 @@ type Message struct {
 type Future interface {
 	// Get waits until the message is acknowledged (nil), fails, or ctx is
 	// done. Giving up on the wait does not cancel the message.
+	//
+	// Once Get has returned nil the queue reads the message's payload no
+	// more, so the publisher may reuse its memory. After a failure it may
+	// still (a copy or a resend can be on its way): leave it to the GC.
 	Get(ctx context.Context) error
 }
 

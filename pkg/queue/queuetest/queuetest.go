@@ -47,6 +47,7 @@ func Run(t *testing.T, newPair Factory) {
 	t.Run("Broadcast", func(t *testing.T) { testBroadcast(t, newPair) })
 	t.Run("CloseWaitsForAcks", func(t *testing.T) { testCloseWaits(t, newPair) })
 	t.Run("PublishAfterClose", func(t *testing.T) { testPublishAfterClose(t, newPair) })
+	t.Run("PayloadReusableAfterAck", func(t *testing.T) { testPayloadReusableAfterAck(t, newPair) })
 }
 
 // recorder is a listener that records every payload it was handed.
@@ -85,6 +86,19 @@ func (r *recorder) count(payload string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.seen[payload]
+}
+
+// countPrefix counts the messages seen that start with prefix.
+func (r *recorder) countPrefix(prefix string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := 0
+	for m, c := range r.seen {
+		if strings.HasPrefix(m, prefix) {
+			k += c
+		}
+	}
+	return k
 }
 
 func msg(payload string) queue.Message {
@@ -397,5 +411,55 @@ func testPublishAfterClose(t *testing.T, newPair Factory) {
 	}
 	if err := p.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// testPayloadReusableAfterAck: once a future succeeded the publisher may
+// reuse the payload's memory (see queue.Future). Every payload is
+// overwritten as soon as its ack is in; the listener must have seen each
+// one as published, and nothing overwritten.
+func testPayloadReusableAfterAck(t *testing.T, newPair Factory) {
+	c, s := newPair(t)
+	rec := newRecorder(nil)
+	subscribe(t, s, TopicWrite, rec)
+	ctx := waitCtx(t)
+	p := c.NewBatchPublisher(10 * time.Second)
+	defer func() { _ = p.Close() }()
+
+	const n, window = 2000, 64
+	bufs := make([][]byte, n)
+	futs := make([]queue.Future, n)
+	reuse := func(i int) {
+		if err := futs[i].Get(ctx); err != nil {
+			t.Fatalf("future %d: %v", i, err)
+		}
+		for j := range bufs[i] {
+			bufs[i][j] = 'X' // what a publisher reusing the buffer would write
+		}
+	}
+	for i := range n {
+		bufs[i] = fmt.Appendf(nil, "reuse-%d", i)
+		f, err := p.Publish(ctx, TopicWrite, queue.Message{Group: Group, Payload: bufs[i]})
+		if err != nil {
+			t.Fatalf("publish %d: %v", i, err)
+		}
+		futs[i] = f
+		if i >= window {
+			reuse(i - window) // acks arrive while later messages are in flight
+		}
+	}
+	for i := n - window; i < n; i++ {
+		reuse(i)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	for i := range n {
+		if payload := fmt.Sprintf("reuse-%d", i); rec.count(payload) == 0 {
+			t.Fatalf("listener never saw %q as published", payload)
+		}
+	}
+	if k := rec.countPrefix("X"); k > 0 {
+		t.Fatalf("listener saw %d overwritten payloads: the queue read a payload after its ack", k)
 	}
 }
