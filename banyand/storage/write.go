@@ -44,12 +44,12 @@ func (s *Store) write(ctx context.Context, msgs [][]byte, decode func([]byte, *n
 		errs[i] = err
 	}
 	wsp := writesPool.Get().(*[]tsdb.Write)
+	ws := (*wsp)[:0]
 	defer func() {
-		clear(*wsp) // they alias msgs: keep none of them alive in the pool
-		*wsp = (*wsp)[:0]
+		clear(ws)     // they alias msgs: keep none of them alive in the pool
+		*wsp = ws[:0] // grown by the appends: the pool gets the bigger one back
 		writesPool.Put(wsp)
 	}()
-	ws := (*wsp)[:0]
 	idx := make([]int, 0, len(msgs)) // ws[j] came from msgs[idx[j]]
 	var names nameCache
 	for i, m := range msgs {
@@ -61,7 +61,6 @@ func (s *Store) write(ctx context.Context, msgs [][]byte, decode func([]byte, *n
 		ws = append(ws, w)
 		idx = append(idx, i)
 	}
-	*wsp = ws // grown by the appends: the pool gets the bigger one back
 	if len(ws) == 0 {
 		return errs
 	}

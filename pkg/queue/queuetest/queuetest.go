@@ -142,13 +142,19 @@ func getTwice(ctx context.Context, t *testing.T, what string, f queue.Future) er
 	return err
 }
 
-func testConcurrentPublish(t *testing.T, newPair Factory) {
+// recordedWrites is a fresh pair whose TopicWrite listener records every
+// message and accepts it, and a publisher on it, closed at cleanup.
+func recordedWrites(t *testing.T, newPair Factory) (queue.BatchPublisher, *recorder, context.Context) {
 	c, s := newPair(t)
 	rec := newRecorder(nil)
 	subscribe(t, s, TopicWrite, rec)
-	ctx := waitCtx(t)
 	p := c.NewBatchPublisher(10 * time.Second)
-	defer func() { _ = p.Close() }()
+	t.Cleanup(func() { _ = p.Close() })
+	return p, rec, waitCtx(t)
+}
+
+func testConcurrentPublish(t *testing.T, newPair Factory) {
+	p, rec, ctx := recordedWrites(t, newPair)
 
 	const goroutines, perG = 8, 1000
 	var wg sync.WaitGroup
@@ -419,12 +425,7 @@ func testPublishAfterClose(t *testing.T, newPair Factory) {
 // overwritten as soon as its ack is in; the listener must have seen each
 // one as published, and nothing overwritten.
 func testPayloadReusableAfterAck(t *testing.T, newPair Factory) {
-	c, s := newPair(t)
-	rec := newRecorder(nil)
-	subscribe(t, s, TopicWrite, rec)
-	ctx := waitCtx(t)
-	p := c.NewBatchPublisher(10 * time.Second)
-	defer func() { _ = p.Close() }()
+	p, rec, ctx := recordedWrites(t, newPair)
 
 	const n, window = 2000, 64
 	bufs := make([][]byte, n)
