@@ -72,12 +72,8 @@ func (c *cluster) waitRegistered(n int) {
 
 func (c *cluster) startLiaison() *grpc.ClientConn {
 	c.t.Helper()
-	var l roles.Liaison
-	l.SetDefaults()
-	l.SetClientAddr("127.0.0.1:0")
-	l.HTTPAddr = ""
-	l.Etcd.Endpoints = []string{c.etcd.Endpoint()}
-	runClientRole(c.t, "liaison", &l)
+	l := newLiaison(c.etcd.Endpoint())
+	runClientRole(c.t, "liaison", l)
 	return dial(c.t, l.ClientAddr())
 }
 

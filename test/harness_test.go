@@ -110,6 +110,17 @@ func runStorage(t *testing.T, s *roles.Storage) *runningRole {
 
 // runClientRole starts a configured liaison or standalone and returns once
 // its client port listens.
+// newLiaison is a liaison with defaults, its client API on a free loopback
+// port, no HTTP server and etcd at endpoint; callers adjust it, then run it.
+func newLiaison(endpoint string) *roles.Liaison {
+	l := new(roles.Liaison)
+	l.SetDefaults()
+	l.SetClientAddr("127.0.0.1:0")
+	l.HTTPAddr = ""
+	l.Etcd.Endpoints = []string{endpoint}
+	return l
+}
+
 func runClientRole(t *testing.T, name string, r interface {
 	role
 	ClientAddr() string

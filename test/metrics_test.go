@@ -100,12 +100,9 @@ func TestClusterMetrics(t *testing.T) {
 	s.Etcd.Endpoints = []string{etcdSrv.Endpoint()}
 	runStorage(t, &s)
 
-	var l roles.Liaison
-	l.SetDefaults()
-	l.SetClientAddr("127.0.0.1:0")
+	l := newLiaison(etcdSrv.Endpoint())
 	l.HTTPAddr = "127.0.0.1:0"
-	l.Etcd.Endpoints = []string{etcdSrv.Endpoint()}
-	runClientRole(t, "liaison", &l)
+	runClientRole(t, "liaison", l)
 	conn := dial(t, l.ClientAddr())
 
 	const n = 300

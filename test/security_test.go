@@ -73,17 +73,13 @@ func startSecureCluster(t *testing.T, dataNodes int) *secureCluster {
 		runStorage(t, &s)
 	}
 
-	var l roles.Liaison
-	l.SetDefaults()
-	l.SetClientAddr("127.0.0.1:0")
-	l.HTTPAddr = ""
-	l.Etcd.Endpoints = []string{srv.URL()}
+	l := newLiaison(srv.URL())
 	l.Etcd.TLSCAFile, l.Etcd.TLSCertFile, l.Etcd.TLSKeyFile = c.caFile, etcdClientCert, etcdClientKey
 	clusterCert, clusterKey := ca.IssueFiles(dir, "liaison-cluster")
 	l.ClusterTLS = roles.ClusterClientTLS{CAFile: c.caFile, CertFile: clusterCert, KeyFile: clusterKey}
 	apiCert, apiKey := ca.IssueFiles(dir, "liaison-api")
 	l.SetClientSecurity(roles.ClientSecurity{TLS: true, CertFile: apiCert, KeyFile: apiKey, AuthFile: writeAuthFile(t, dir)})
-	runClientRole(t, "liaison", &l)
+	runClientRole(t, "liaison", l)
 	c.liaisonAddr = l.ClientAddr()
 	return c
 }

@@ -91,13 +91,10 @@ func TestStatusPageInBrowser(t *testing.T) {
 		dataNodes = append(dataNodes, route.Node{Name: s.NodeName, Addr: s.ClusterAddr()})
 	}
 
-	var l roles.Liaison
-	l.SetDefaults()
-	l.SetClientAddr("127.0.0.1:0")
+	l := newLiaison(etcdSrv.Endpoint())
 	l.HTTPAddr = "127.0.0.1:0"
 	l.NodeName = "liaison-browser"
-	l.Etcd.Endpoints = []string{etcdSrv.Endpoint()}
-	runClientRole(t, "liaison", &l)
+	runClientRole(t, "liaison", l)
 	conn := dial(t, l.ClientAddr())
 
 	const shards = 4
@@ -114,13 +111,9 @@ func TestStatusPageInBrowser(t *testing.T) {
 
 	// A second liaison registers too, and the first one's page lists it;
 	// the page's own liaison stays a single row.
-	var l2 roles.Liaison
-	l2.SetDefaults()
-	l2.SetClientAddr("127.0.0.1:0")
-	l2.HTTPAddr = ""
+	l2 := newLiaison(etcdSrv.Endpoint())
 	l2.NodeName = "liaison-two"
-	l2.Etcd.Endpoints = []string{etcdSrv.Endpoint()}
-	runClientRole(t, "liaison", &l2)
+	runClientRole(t, "liaison", l2)
 	otherRow := `<td>liaison-two</td><td>liaison</td><td>` + l2.ClientAddr() + `</td>`
 	pollUntil(t, 10*time.Second, "the other liaison on the status page", func() bool {
 		return strings.Contains(httpGet(t, url), otherRow)
