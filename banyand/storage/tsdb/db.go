@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,7 +38,16 @@ type Options struct {
 	// NoSync commits batches without waiting for fsync. For benchmarks
 	// that isolate the CPU cost only: a write acked without sync may be lost.
 	NoSync bool
+	// BufferBytes is the write buffer's flush size; <= 0 means
+	// DefaultBufferBytes. Tests set it small to make flushes happen.
+	BufferBytes int64
 }
+
+// Subdirectories of the data directory that are the store's, not Pebble's.
+const (
+	walDirName    = "write-log"
+	ingestDirName = "ingest"
+)
 
 // DB is an open store. It is safe for concurrent use.
 //
@@ -52,6 +62,32 @@ type DB struct {
 	stalls   *writeStalls
 	// lastStats is EngineStats' last read, served once Pebble is closing.
 	lastStats atomic.Pointer[EngineStats]
+
+	// The write path (docs/design/write-buffer.md): a write is logged in
+	// wal and added to mem; the flusher seals mem into imm when it is full
+	// and has Pebble ingest it as an sstable.
+	popts       *pebble.Options
+	walDir      string
+	ingestDir   string
+	wal         *writeLog
+	bufferBytes int64
+	// bufMu is held for reading while a write logs and buffers its
+	// records, and for writing to seal mem: so a log file holds exactly
+	// the records of the buffers sealed with it.
+	bufMu    sync.RWMutex
+	mem, imm *memBuffer
+	flushMu  sync.Mutex // one flush at a time
+	sstSeq   atomic.Uint64
+	// flushKick wakes the flusher; stopFlusher stops it, flusherDone says
+	// it stopped.
+	flushKick   chan struct{}
+	stopFlusher chan struct{}
+	flusherDone chan struct{}
+	// room is closed, and replaced, each time a flush finishes.
+	roomMu     sync.Mutex
+	room       chan struct{}
+	flushes    atomic.Int64
+	flushBytes atomic.Uint64
 
 	// retention is held for reading by every write from segment assignment
 	// until commit, and for writing by DropExpired, so a segment is never
@@ -89,27 +125,86 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	stalls := &writeStalls{log: log}
 	popts.AddEventListener(stalls.listener())
+	// Defaults filled in here too: ingest builds sstables from popts.
+	popts.EnsureDefaults()
 	pdb, err := pebble.Open(dir, popts)
 	if err != nil {
 		return nil, fmt.Errorf("tsdb: open %s: %w", dir, err)
 	}
 	db := &DB{
-		pdb:      pdb,
-		opts:     opts,
-		log:      log,
-		writeOpt: pebble.Sync,
-		segs:     newSegmentIndex(),
-		stalls:   stalls,
-		closed:   make(chan struct{}),
+		pdb:         pdb,
+		opts:        opts,
+		log:         log,
+		writeOpt:    pebble.Sync,
+		segs:        newSegmentIndex(),
+		stalls:      stalls,
+		closed:      make(chan struct{}),
+		popts:       popts,
+		walDir:      filepath.Join(dir, walDirName),
+		ingestDir:   filepath.Join(dir, ingestDirName),
+		bufferBytes: opts.BufferBytes,
+		mem:         newMemBuffer(),
+		flushKick:   make(chan struct{}, 1),
+		stopFlusher: make(chan struct{}),
+		flusherDone: make(chan struct{}),
+		room:        make(chan struct{}),
+	}
+	if db.bufferBytes <= 0 {
+		db.bufferBytes = DefaultBufferBytes
 	}
 	if opts.NoSync {
 		db.writeOpt = pebble.NoSync
 	}
-	if err := db.loadSegments(); err != nil {
+	if err := db.start(); err != nil {
 		_ = pdb.Close()
 		return nil, err
 	}
+	go db.flusher()
 	return db, nil
+}
+
+// start loads the segment list, replays what the previous run left in the
+// write log, and opens a new log file.
+func (db *DB) start() error {
+	if err := db.loadSegments(); err != nil {
+		return err
+	}
+	for _, d := range []string{db.walDir, db.ingestDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("tsdb: create %s: %w", d, err)
+		}
+	}
+	// Leftovers of a flush a crash interrupted: their records are still
+	// in the log.
+	if err := clearDir(db.ingestDir); err != nil {
+		return fmt.Errorf("tsdb: clear %s: %w", db.ingestDir, err)
+	}
+	next, err := db.replay()
+	if err != nil {
+		return err
+	}
+	if db.wal, err = openWriteLog(db.walDir, next, db.opts.NoSync); err != nil {
+		return err
+	}
+	// The replayed records are in Pebble now.
+	if err := db.wal.removeThrough(next - 1); err != nil {
+		_ = db.wal.close()
+		return err
+	}
+	return nil
+}
+
+func clearDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (db *DB) loadSegments() error {
@@ -179,8 +274,23 @@ func (db *DB) Close(ctx context.Context) error {
 	}
 }
 
+// finishClose stops the flusher, writes what is buffered to Pebble (so
+// the next Open has no log to replay; if this fails, it replays it), and
+// closes the log and Pebble.
 func (db *DB) finishClose() {
-	db.closeErr = db.pdb.Close()
+	close(db.stopFlusher)
+	<-db.flusherDone
+	err := db.flushAll()
+	if err != nil {
+		db.log.Error("storage engine: final flush failed; the write log keeps the writes for the next start", "err", err)
+	}
+	if werr := db.wal.close(); err == nil {
+		err = werr
+	}
+	if perr := db.pdb.Close(); err == nil {
+		err = perr
+	}
+	db.closeErr = err
 	close(db.closed)
 }
 

@@ -39,6 +39,17 @@ func (db *DB) DropExpired(now time.Time, ttlByGroup map[string]time.Duration) ([
 			return nil, fmt.Errorf("tsdb: drop %v: %w", s, err)
 		}
 	}
+	// Logged first, so a replay removes what the log holds of them too,
+	// then out of the buffers, then out of Pebble.
+	var rec []byte
+	for _, s := range expired {
+		rec = append(rec, opDrop)
+		rec = appendBytesLP(rec, segmentPrefix(nil, s.Kind, s.Group, s.Start))
+		rec = appendBytesLP(rec, segmentMetaKey(nil, s.Kind, s.Group, s.Start))
+	}
+	if err := db.logAndBuffer(rec, true); err != nil {
+		return nil, fmt.Errorf("tsdb: drop %d expired segments: %w", len(expired), err)
+	}
 	if err := b.Commit(db.writeOpt); err != nil {
 		return nil, fmt.Errorf("tsdb: drop %d expired segments: %w", len(expired), err)
 	}

@@ -18,6 +18,8 @@ type Item struct {
 	ElementID  []byte // streams only
 	Version    int64  // measures only
 	Payload    []byte // the marshalled ElementValue or DataPointValue
+
+	key []byte // the key past the series hash, for merging with the buffers
 }
 
 // Scan selects the records ScanSegment visits.
@@ -51,21 +53,114 @@ func (db *DB) ScanSegment(ctx context.Context, seg Segment, s Scan, fn func(*Ite
 	prefix := namePrefix(nil, seg.Kind, seg.Group, seg.Start, s.Name)
 	opts := &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)}
 	var hash uint64
+	var onlyHash *uint64
 	if s.SeriesKey != nil {
 		// One series: both bounds sit inside it, so every key is a match on time.
 		hash = SeriesHash(s.SeriesKey)
+		onlyHash = &hash
 		opts.LowerBound = dataKey(bytes.Clone(prefix), hash, s.Begin, "")
 		opts.UpperBound = dataKey(bytes.Clone(prefix), hash, s.End, "")
 	}
+	// The buffers before the iterator: a buffer ingested in between is
+	// then seen twice (and merged), never missed.
+	buffered := db.buffered(seg.Kind, prefix, onlyHash, s.Begin, s.End)
 	it, err := db.pdb.NewIterWithContext(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("tsdb: scan %v: %w", seg, err)
 	}
-	err = db.scan(ctx, it, prefix, s, seg.Kind, fn)
+	m := &bufferMerge{kind: seg.Kind, seriesKey: s.SeriesKey, pending: buffered, fn: fn}
+	err = db.scan(ctx, it, prefix, s, seg.Kind, m.pebbleItem)
 	if cerr := it.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("tsdb: scan %v: %w", seg, cerr)
 	}
+	if err == nil {
+		err = m.rest()
+	}
 	return err
+}
+
+// buffered returns the records of name prefix np in the write buffers, in
+// key order, duplicates resolved.
+func (db *DB) buffered(kind Kind, np []byte, onlyHash *uint64, begin, end int64) []bufRecord {
+	db.bufMu.RLock()
+	bufs := []*memBuffer{db.mem}
+	if db.imm != nil {
+		bufs = []*memBuffer{db.imm, db.mem} // oldest first
+	}
+	db.bufMu.RUnlock()
+	lists := make([][]bufRecord, 0, len(bufs))
+	for _, b := range bufs {
+		if l := b.collect(nil, np, onlyHash, begin, end); len(l) > 0 {
+			lists = append(lists, l)
+		}
+	}
+	return mergeRecords(kind, lists)
+}
+
+// bufferMerge interleaves buffered records with Pebble's in key order. A
+// key in both is read as the buffer's record, which is the newer write,
+// except that for measures the higher version wins (as measureMerger).
+type bufferMerge struct {
+	kind      Kind
+	seriesKey []byte
+	pending   []bufRecord
+	fn        func(*Item) error
+	item      Item
+}
+
+func (m *bufferMerge) pebbleItem(it *Item) error {
+	for len(m.pending) > 0 {
+		r := &m.pending[0]
+		c := compareRecordKey(r.hash, r.suffix, &bufRecord{hash: it.SeriesHash, suffix: it.key})
+		if c > 0 {
+			break
+		}
+		m.pending = m.pending[1:]
+		if c == 0 {
+			if m.kind == KindMeasure && it.Version > versionOf(r.value) {
+				return m.fn(it) // Pebble's has the higher version
+			}
+			return m.emit(r)
+		}
+		if err := m.emit(r); err != nil {
+			return err
+		}
+	}
+	return m.fn(it)
+}
+
+func versionOf(v []byte) int64 {
+	ver, _ := measureVersion(v)
+	return ver
+}
+
+// rest emits the buffered records after Pebble's last.
+func (m *bufferMerge) rest() error {
+	for i := range m.pending {
+		if err := m.emit(&m.pending[i]); err != nil {
+			return err
+		}
+	}
+	m.pending = nil
+	return nil
+}
+
+func (m *bufferMerge) emit(r *bufRecord) error {
+	m.item = Item{SeriesHash: r.hash, Timestamp: readInt64(r.suffix), ElementID: r.suffix[8:]}
+	var err error
+	if m.kind == KindStream {
+		m.item.SeriesKey, m.item.Payload, err = parseStreamValue(r.value)
+	} else {
+		m.item.Version, m.item.SeriesKey, m.item.Payload, err = parseMeasureValue(r.value)
+	}
+	if err != nil {
+		return fmt.Errorf("tsdb: buffered value: %w", err)
+	}
+	// A different series with the same hash: not ours.
+	if m.seriesKey != nil && !bytes.Equal(m.item.SeriesKey, m.seriesKey) {
+		return nil
+	}
+	return m.fn(&m.item)
 }
 
 func (db *DB) scan(ctx context.Context, it *pebble.Iterator, prefix []byte, s Scan, kind Kind, fn func(*Item) error) error {
@@ -100,7 +195,7 @@ func (db *DB) scan(ctx context.Context, it *pebble.Iterator, prefix []byte, s Sc
 		if err != nil {
 			return fmt.Errorf("tsdb: read %x: %w", k, err)
 		}
-		item = Item{SeriesHash: hash, Timestamp: ts, ElementID: eid}
+		item = Item{SeriesHash: hash, Timestamp: ts, ElementID: eid, key: k[len(prefix)+8:]}
 		if kind == KindStream {
 			item.SeriesKey, item.Payload, err = parseStreamValue(v)
 		} else {

@@ -51,6 +51,31 @@ func (x *segmentIndex) load(s Segment) {
 	x.groups[k] = slices.Insert(list, i, s)
 }
 
+// ensure adds s unless a segment with its start is known already (replay
+// finds the segment records of the log's writes).
+func (x *segmentIndex) ensure(s Segment) {
+	x.mu.Lock()
+	k := groupKey{s.Kind, s.Group}
+	known := slices.ContainsFunc(x.groups[k], func(o Segment) bool { return o.Start == s.Start })
+	x.mu.Unlock()
+	if !known {
+		x.load(s)
+	}
+}
+
+// forget removes the segment of kind and group starting at start, if known.
+func (x *segmentIndex) forget(kind Kind, group string, start int64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	k := groupKey{kind, group}
+	list := slices.DeleteFunc(x.groups[k], func(o Segment) bool { return o.Start == start })
+	if len(list) == 0 {
+		delete(x.groups, k)
+		return
+	}
+	x.groups[k] = list
+}
+
 // assign returns the segment that holds ts, creating it if none does.
 //
 // An existing segment always wins, so a redelivered write lands in the same

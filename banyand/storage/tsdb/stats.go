@@ -2,6 +2,9 @@ package tsdb
 
 import (
 	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,12 +15,13 @@ import (
 // compactions, the shape of L0 and write stalls. Byte and event counts are
 // cumulative since Open; the rest are values at the time of the call.
 type EngineStats struct {
-	// WALBytesIn is the logical bytes written to the WAL;
-	// WALBytesWritten the physical bytes (framing and padding included).
+	// WALBytesIn is the logical bytes written to the write-ahead logs (the
+	// store's own and Pebble's); WALBytesWritten the physical bytes
+	// (framing and padding included).
 	WALBytesIn, WALBytesWritten uint64
 
-	// Flushes counts memtable flushes; FlushBytes is the sstable bytes
-	// they wrote.
+	// Flushes counts write buffer and memtable flushes; FlushBytes is the
+	// sstable bytes they wrote.
 	Flushes    int64
 	FlushBytes uint64
 
@@ -35,11 +39,12 @@ type EngineStats struct {
 	L0Sublevels int64
 	L0Files     int64
 
-	// MemTableBytes and MemTables include memtables queued for flush.
+	// MemTableBytes and MemTables include the write buffers (the one
+	// taking writes and one being flushed) and memtables queued for flush.
 	MemTableBytes uint64
 	MemTables     int64
 
-	// DiskBytes is the space the database uses on disk, WAL included.
+	// DiskBytes is the space the database uses on disk, logs included.
 	DiskBytes uint64
 
 	// WriteAmp is the bytes written to the WAL and sstables (flushes and
@@ -88,11 +93,38 @@ func (db *DB) EngineStats() EngineStats {
 		s.CompactionBytesRead += l.TableBytesRead
 		s.CompactionBytesWritten += l.TableBytesCompacted
 	}
-	total := m.Total()
-	s.WriteAmp = total.WriteAmp()
+	db.addBufferStats(&s)
+	if s.WALBytesIn > 0 {
+		s.WriteAmp = float64(s.WALBytesWritten+s.FlushBytes+s.CompactionBytesWritten) / float64(s.WALBytesIn)
+	}
 	db.stalls.fill(&s)
 	db.lastStats.Store(&s)
 	return s
+}
+
+// addBufferStats adds the write log and buffers to s, which holds
+// Pebble's own.
+func (db *DB) addBufferStats(s *EngineStats) {
+	in, written := db.wal.stats()
+	s.WALBytesIn += in
+	s.WALBytesWritten += written
+	s.Flushes += db.flushes.Load()
+	s.FlushBytes += db.flushBytes.Load()
+	db.bufMu.RLock()
+	s.MemTables++
+	s.MemTableBytes += uint64(db.mem.size())
+	if db.imm != nil {
+		s.MemTables++
+		s.MemTableBytes += uint64(db.imm.size())
+	}
+	db.bufMu.RUnlock()
+	if nums, err := listWAL(db.walDir); err == nil {
+		for _, n := range nums {
+			if fi, err := os.Stat(filepath.Join(db.walDir, walName(n))); err == nil {
+				s.DiskBytes += uint64(fi.Size())
+			}
+		}
+	}
 }
 
 // writeStalls counts Pebble's write stalls through its event listener.
@@ -103,6 +135,12 @@ type writeStalls struct {
 	// began is touched only by begin and end, which Pebble calls one stall
 	// at a time under its DB mutex.
 	began time.Time
+
+	// The write buffer's stalls: several writers may wait at once; the
+	// first to wait starts a stall and the last to go on ends it.
+	mu          sync.Mutex
+	waiting     int
+	bufferBegan time.Time
 }
 
 // listener is the pebble.EventListener that feeds s.
@@ -122,6 +160,29 @@ func (s *writeStalls) end() {
 	d := time.Since(s.began)
 	s.nanos.Add(int64(d))
 	s.log.Warn("storage engine write stall ended", "duration", d)
+}
+
+// enter and leave bracket a writer's wait for room in the write buffer.
+func (s *writeStalls) enter(reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.waiting == 0 {
+		s.bufferBegan = time.Now()
+		s.count.Add(1)
+		s.log.Warn("storage engine stalls writes", "reason", reason)
+	}
+	s.waiting++
+}
+
+func (s *writeStalls) leave() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waiting--
+	if s.waiting == 0 {
+		d := time.Since(s.bufferBegan)
+		s.nanos.Add(int64(d))
+		s.log.Warn("storage engine write stall ended", "duration", d)
+	}
 }
 
 func (s *writeStalls) fill(st *EngineStats) {

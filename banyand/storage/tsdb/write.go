@@ -1,11 +1,12 @@
 package tsdb
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
-
-	"github.com/cockroachdb/pebble/v2"
 )
 
 // Write is one stream element or measure data point to store.
@@ -42,11 +43,12 @@ func (w *Write) Validate() error {
 	return nil
 }
 
-// Write stores ws as one Pebble batch, committed with one synced write
-// (Pebble's commit pipeline shares the fsync among batches committed
-// concurrently). It returns once the batch is durable, or with an error and
-// nothing written. A write repeated with the same key (stream: group, name,
-// series, timestamp, element id; measure: group, name, series, timestamp)
+// Write stores ws and returns once they are durable, or with an error and
+// nothing acknowledged. The batch is one record of the write-ahead log
+// (concurrent batches share one fdatasync) and goes into the write buffer,
+// which a flush writes to Pebble later (docs/design/write-buffer.md). A
+// write repeated with the same key (stream: group, name, series,
+// timestamp, element id; measure: group, name, series, timestamp)
 // replaces the earlier one; for measures the higher version wins (see
 // measureMerger).
 func (db *DB) Write(ws []Write) error {
@@ -62,58 +64,98 @@ func (db *DB) Write(ws []Write) error {
 		return err
 	}
 	defer db.release()
-
-	size := 0
-	for i := range ws {
-		size += len(ws[i].Value) + len(ws[i].SeriesKey)*2 + len(ws[i].Group) + len(ws[i].Name) + len(ws[i].ElementID) + 48
+	// Before the retention lock: a flush needs it to make room.
+	if err := db.waitForRoom(); err != nil {
+		return err
 	}
-	b := db.pdb.NewBatchWithSize(size)
-	defer func() { _ = b.Close() }()
 
-	// Held from segment choice to commit: see DB.retention.
+	// Held from segment choice to durable: see DB.retention.
 	db.retention.RLock()
 	defer db.retention.RUnlock()
 
+	rp := recordPool.Get().(*[]byte)
+	defer recordPool.Put(rp)
+	rec := db.appendWriteRecord((*rp)[:0], ws)
+	*rp = rec
+
+	if err := db.logAndBuffer(rec, false); err != nil {
+		return fmt.Errorf("tsdb: write batch of %d: %w", len(ws), err)
+	}
+	return nil
+}
+
+// logAndBuffer appends rec to the log, applies it to the mutable buffer
+// (and to a sealed one not yet in Pebble too, if toSealed: drops must
+// reach it), and returns once rec is durable.
+func (db *DB) logAndBuffer(rec []byte, toSealed bool) error {
+	db.bufMu.RLock()
+	seq, err := db.wal.append(rec)
+	if err == nil {
+		err = db.mem.applyOps(rec, nil)
+	}
+	if err == nil && toSealed && db.imm != nil {
+		err = db.imm.applyOps(rec, nil)
+	}
+	full := db.mem.size() >= db.bufferBytes
+	db.bufMu.RUnlock()
+	if err != nil {
+		return err
+	}
+	if full {
+		db.kickFlusher()
+	}
+	return db.wal.wait(seq)
+}
+
+// recordPool recycles the log records Write builds (about the size of a
+// batch).
+var recordPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// appendWriteRecord appends the log record of ws: each touched segment's
+// record, so that it reaches Pebble with the data, then one put per write.
+func (db *DB) appendWriteRecord(rec []byte, ws []Write) []byte {
 	var (
 		key, hdr  []byte
 		lastGroup string
 		interval  time.Duration
-		touched   = make(map[Segment]struct{}, 1)
+		segs      [4]Segment
+		touched   = segs[:0]
 	)
+	start := len(rec)
 	for i := range ws {
 		w := &ws[i]
 		if w.Group != lastGroup || interval == 0 {
 			lastGroup, interval = w.Group, db.segmentInterval(w.Group)
 		}
 		seg := db.segs.assign(w.Kind, w.Group, w.Timestamp, interval)
-		touched[seg] = struct{}{}
+		if !slices.Contains(touched, seg) {
+			touched = append(touched, seg)
+		}
 		key = namePrefix(key[:0], w.Kind, w.Group, seg.Start, w.Name)
-		var op *pebble.DeferredBatchOp
+		key = binary.BigEndian.AppendUint64(key, SeriesHash(w.SeriesKey))
 		if w.Kind == KindStream {
-			key = dataKey(key, SeriesHash(w.SeriesKey), w.Timestamp, w.ElementID)
 			hdr = appendStreamValue(hdr[:0], w.SeriesKey, nil)
-			op = b.SetDeferred(len(key), len(hdr)+len(w.Value))
 		} else {
-			key = dataKey(key, SeriesHash(w.SeriesKey), w.Timestamp, "")
 			hdr = appendMeasureValue(hdr[:0], w.Version, w.SeriesKey, nil)
-			op = b.MergeDeferred(len(key), len(hdr)+len(w.Value))
 		}
-		copy(op.Key, key)
-		copy(op.Value[copy(op.Value, hdr):], w.Value)
-		if err := op.Finish(); err != nil {
-			return fmt.Errorf("tsdb: build batch: %w", err)
+		rec = append(rec, opPut)
+		rec = appendBytesLP(rec, key)
+		eid := w.ElementID
+		if w.Kind != KindStream {
+			eid = ""
 		}
+		rec = binary.AppendUvarint(rec, uint64(8+len(eid)))
+		rec = append(appendInt64(rec, w.Timestamp), eid...)
+		rec = binary.AppendUvarint(rec, uint64(len(hdr)+len(w.Value)))
+		rec = append(append(rec, hdr...), w.Value...)
 	}
-	// Segment records ride along with every batch that touches a segment,
-	// so a committed write's segment is always on disk too.
-	for seg := range touched {
-		key = segmentMetaKey(key[:0], seg.Kind, seg.Group, seg.Start)
-		if err := b.Set(key, appendInt64(hdr[:0], seg.End), nil); err != nil {
-			return fmt.Errorf("tsdb: build batch: %w", err)
-		}
+	// Segment records go first: a reader of the log sees a segment before
+	// its data.
+	var head []byte
+	for _, seg := range touched {
+		head = append(head, opSegment)
+		head = appendBytesLP(head, segmentMetaKey(key[:0], seg.Kind, seg.Group, seg.Start))
+		head = appendBytesLP(head, appendInt64(hdr[:0], seg.End))
 	}
-	if err := b.Commit(db.writeOpt); err != nil {
-		return fmt.Errorf("tsdb: commit batch of %d writes: %w", len(ws), err)
-	}
-	return nil
+	return slices.Insert(rec, start, head...)
 }

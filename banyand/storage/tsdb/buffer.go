@@ -1,0 +1,361 @@
+package tsdb
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+)
+
+// memBuffer holds written records until a flush writes them to Pebble as
+// one sstable (docs/design/write-buffer.md). It replaces Pebble's memtable
+// on the write path: a record is appended to its series' buffer, with no
+// comparison against other series, because a series' elements mostly
+// arrive in time order. Records are sorted only when a flush or a scan
+// needs them in order and a late one came in.
+//
+// A memBuffer is mutable until sealed by a flush; then nothing is added to
+// it, and it stays readable until its sstable is ingested.
+type memBuffer struct {
+	mu    sync.Mutex
+	names map[string]*nameBuffer // by name prefix (see namePrefix)
+	// metas are the segment records of the segments the records belong
+	// to, by key; they go to Pebble with the records.
+	metas map[string][]byte
+	bytes int64
+	arena arena
+	// walNum is, once sealed, the newest log file holding its records.
+	walNum uint64
+	// last caches the name buffer of the previous add: a batch is mostly
+	// one stream or measure.
+	last *nameBuffer
+}
+
+// nameBuffer holds one stream's or measure's records in one segment.
+type nameBuffer struct {
+	prefix []byte
+	kind   Kind
+	series map[uint64]*seriesBuffer
+}
+
+// seriesBuffer holds one series' records in arrival order. A record is its
+// key suffix (be64s timestamp, element id) followed by its stored value,
+// in the buffer's arena.
+type seriesBuffer struct {
+	entries []bufEntry
+	arena   *arena
+	bytes   int64 // arena bytes of the entries
+	// unordered is set when a record arrived whose suffix is not greater
+	// than its predecessor's: the entries need sorting, and may hold
+	// duplicates, before they are read in order.
+	unordered bool
+}
+
+type bufEntry struct {
+	chunk, off uint32 // the suffix starts at chunks[chunk][off], the value follows
+	suffixLen  uint32
+	valueLen   uint32
+}
+
+func (e bufEntry) suffix(a *arena) []byte {
+	return a.chunks[e.chunk][e.off : e.off+e.suffixLen]
+}
+
+func (e bufEntry) value(a *arena) []byte {
+	return a.chunks[e.chunk][e.off+e.suffixLen : e.off+e.suffixLen+e.valueLen]
+}
+
+// arena holds a buffer's record bytes in chunks that are filled and never
+// moved: growing it copies nothing, and what a scan took stays valid.
+type arena struct{ chunks [][]byte }
+
+const arenaChunk = 1 << 20
+
+// alloc returns n bytes of space and where they are.
+func (a *arena) alloc(n int) (chunk, off uint32, b []byte) {
+	if k := len(a.chunks); k > 0 {
+		c := a.chunks[k-1]
+		if cap(c)-len(c) >= n {
+			a.chunks[k-1] = c[:len(c)+n]
+			return uint32(k - 1), uint32(len(c)), c[len(c) : len(c)+n]
+		}
+	}
+	c := make([]byte, n, max(arenaChunk, n))
+	a.chunks = append(a.chunks, c)
+	return uint32(len(a.chunks) - 1), 0, c
+}
+
+// entryOverhead approximates the memory of a record beyond its bytes.
+const entryOverhead = 32
+
+func newMemBuffer() *memBuffer {
+	return &memBuffer{names: make(map[string]*nameBuffer), metas: make(map[string][]byte)}
+}
+
+// Log record ops (docs/design/write-buffer.md). A log record is a sequence
+// of ops, applied in order, so a batch is one record.
+const (
+	// opPut: lp(series prefix) lp(suffix) lp(value). The series prefix is
+	// a name prefix followed by the be64 series hash.
+	opPut byte = 1
+	// opSegment: lp(segment record key) lp(segment record value).
+	opSegment byte = 2
+	// opDrop: lp(segment prefix) lp(segment record key): retention
+	// dropped the segment; records logged before it are gone.
+	opDrop byte = 3
+)
+
+func appendBytesLP(dst, b []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(b)))
+	return append(dst, b...)
+}
+
+// applyOps adds the records of a log record to m, or removes what a drop
+// removes. Replay and the write path both add through it, so what a
+// restart rebuilds is what the writes built.
+// onSegment, if set, sees every segment record (opSegment) and drop
+// (opDrop, with the segment record key).
+func (m *memBuffer) applyOps(rec []byte, onSegment func(op byte, key, value []byte) error) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for len(rec) > 0 {
+		op := rec[0]
+		a, rest, err := splitLP(rec[1:])
+		if err != nil {
+			return err
+		}
+		b, rest, err := splitLP(rest)
+		if err != nil {
+			return err
+		}
+		switch op {
+		case opPut:
+			var v []byte
+			if v, rest, err = splitLP(rest); err != nil {
+				return err
+			}
+			if len(a) < 1+8 || len(b) < 8 {
+				return errMalformed
+			}
+			m.putLocked(a, b, v)
+		case opSegment:
+			if onSegment != nil {
+				if err := onSegment(op, a, b); err != nil {
+					return err
+				}
+			}
+			if _, ok := m.metas[string(a)]; !ok {
+				m.metas[string(a)] = bytes.Clone(b)
+			}
+		case opDrop:
+			if onSegment != nil {
+				if err := onSegment(op, b, nil); err != nil {
+					return err
+				}
+			}
+			m.dropLocked(a, b)
+		default:
+			return fmt.Errorf("%w: log op %d", errMalformed, op)
+		}
+		rec = rest
+	}
+	return nil
+}
+
+func (m *memBuffer) putLocked(seriesPrefix, suffix, value []byte) {
+	np, hash := seriesPrefix[:len(seriesPrefix)-8], binary.BigEndian.Uint64(seriesPrefix[len(seriesPrefix)-8:])
+	nb := m.last
+	if nb == nil || !bytes.Equal(nb.prefix, np) {
+		nb = m.names[string(np)]
+		if nb == nil {
+			nb = &nameBuffer{prefix: bytes.Clone(np), kind: Kind(np[0]), series: make(map[uint64]*seriesBuffer)}
+			m.names[string(np)] = nb
+		}
+		m.last = nb
+	}
+	sb := nb.series[hash]
+	if sb == nil {
+		sb = &seriesBuffer{arena: &m.arena}
+		nb.series[hash] = sb
+	}
+	if n := len(sb.entries); n > 0 && !sb.unordered &&
+		bytes.Compare(suffix, sb.entries[n-1].suffix(sb.arena)) <= 0 {
+		sb.unordered = true
+	}
+	n := len(suffix) + len(value)
+	chunk, off, b := m.arena.alloc(n)
+	copy(b[copy(b, suffix):], value)
+	sb.entries = append(sb.entries, bufEntry{chunk: chunk, off: off, suffixLen: uint32(len(suffix)), valueLen: uint32(len(value))})
+	sb.bytes += int64(n)
+	m.bytes += int64(n) + entryOverhead
+}
+
+// dropLocked removes every record and the segment record of a dropped
+// segment.
+func (m *memBuffer) dropLocked(segPrefix, metaKey []byte) {
+	for k, nb := range m.names {
+		if bytes.HasPrefix(nb.prefix, segPrefix) {
+			for _, sb := range nb.series {
+				m.bytes -= sb.bytes + int64(len(sb.entries))*entryOverhead
+			}
+			delete(m.names, k)
+		}
+	}
+	delete(m.metas, string(metaKey))
+	m.last = nil
+}
+
+func (m *memBuffer) size() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.bytes
+}
+
+// orderLocked sorts a series' entries by suffix, arrival order breaking
+// ties, if a late record came in.
+func (sb *seriesBuffer) orderLocked() {
+	if !sb.unordered {
+		return
+	}
+	slices.SortStableFunc(sb.entries, func(x, y bufEntry) int {
+		return bytes.Compare(x.suffix(sb.arena), y.suffix(sb.arena))
+	})
+	sb.unordered = false
+}
+
+// resolve picks, of records with the same key, the one a read sees: for
+// streams the newest; for measures the highest version, the newest among
+// equals (as measureMerger does). Records are oldest first.
+func resolve(kind Kind, older, newer []byte) []byte {
+	if kind != KindMeasure {
+		return newer
+	}
+	vo, err1 := measureVersion(older)
+	vn, err2 := measureVersion(newer)
+	if err1 == nil && (err2 != nil || vo > vn) {
+		return older
+	}
+	return newer
+}
+
+// eachRecord calls fn with every record of sb in key order, duplicates
+// resolved. sb is ordered.
+func (sb *seriesBuffer) eachRecord(kind Kind, fn func(suffix, value []byte) error) error {
+	for i := 0; i < len(sb.entries); {
+		s, v := sb.entries[i].suffix(sb.arena), sb.entries[i].value(sb.arena)
+		j := i + 1
+		for ; j < len(sb.entries) && bytes.Equal(sb.entries[j].suffix(sb.arena), s); j++ {
+			v = resolve(kind, v, sb.entries[j].value(sb.arena))
+		}
+		if err := fn(s, v); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
+}
+
+// sortedNames returns m's name buffers in key order, each series ordered.
+// m is sealed.
+func (m *memBuffer) sortedNames() []*nameBuffer {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*nameBuffer, 0, len(m.names))
+	for _, nb := range m.names {
+		for _, sb := range nb.series {
+			sb.orderLocked()
+		}
+		out = append(out, nb)
+	}
+	slices.SortFunc(out, func(a, b *nameBuffer) int { return bytes.Compare(a.prefix, b.prefix) })
+	return out
+}
+
+func (nb *nameBuffer) sortedHashes() []uint64 {
+	hs := make([]uint64, 0, len(nb.series))
+	for h := range nb.series {
+		hs = append(hs, h)
+	}
+	slices.Sort(hs)
+	return hs
+}
+
+// bufRecord is a buffered record a scan returns: its key past the name
+// prefix and its stored value, aliasing the buffer (never overwritten).
+type bufRecord struct {
+	hash   uint64
+	suffix []byte
+	value  []byte
+}
+
+func compareRecordKey(hash uint64, suffix []byte, r *bufRecord) int {
+	switch {
+	case hash < r.hash:
+		return -1
+	case hash > r.hash:
+		return 1
+	}
+	return bytes.Compare(suffix, r.suffix)
+}
+
+// collect appends the records of name prefix np in m whose timestamps are
+// in [begin, end), of one series if onlyHash is set, in key order with
+// duplicates resolved.
+func (m *memBuffer) collect(dst []bufRecord, np []byte, onlyHash *uint64, begin, end int64) []bufRecord {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	nb := m.names[string(np)]
+	if nb == nil {
+		return dst
+	}
+	var hashes []uint64
+	if onlyHash != nil {
+		if nb.series[*onlyHash] == nil {
+			return dst
+		}
+		hashes = []uint64{*onlyHash}
+	} else {
+		hashes = nb.sortedHashes()
+	}
+	lo, hi := appendInt64(nil, begin), appendInt64(nil, end)
+	for _, h := range hashes {
+		sb := nb.series[h]
+		sb.orderLocked()
+		i := sort.Search(len(sb.entries), func(i int) bool { return bytes.Compare(sb.entries[i].suffix(sb.arena), lo) >= 0 })
+		k := sort.Search(len(sb.entries), func(i int) bool { return bytes.Compare(sb.entries[i].suffix(sb.arena), hi) >= 0 })
+		sub := seriesBuffer{entries: sb.entries[i:k], arena: sb.arena}
+		_ = sub.eachRecord(nb.kind, func(s, v []byte) error {
+			dst = append(dst, bufRecord{hash: h, suffix: s, value: v})
+			return nil
+		})
+	}
+	return dst
+}
+
+// mergeRecords merges record lists of buffers, oldest buffer first, into
+// one list in key order with duplicates resolved.
+func mergeRecords(kind Kind, lists [][]bufRecord) []bufRecord {
+	switch len(lists) {
+	case 0:
+		return nil
+	case 1:
+		return lists[0]
+	}
+	var all []bufRecord
+	for _, l := range lists {
+		all = append(all, l...)
+	}
+	// Stable: among equal keys, older buffers come first.
+	slices.SortStableFunc(all, func(a, b bufRecord) int { return compareRecordKey(a.hash, a.suffix, &b) })
+	out := all[:0]
+	for _, r := range all {
+		if n := len(out); n > 0 && out[n-1].hash == r.hash && bytes.Equal(out[n-1].suffix, r.suffix) {
+			out[n-1].value = resolve(kind, out[n-1].value, r.value)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}

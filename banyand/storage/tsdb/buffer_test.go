@@ -1,0 +1,291 @@
+package tsdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// crash stops db the way kill -9 would as far as the store can tell: the
+// write buffer is not flushed, the log stays, Pebble keeps what it had.
+func crash(t testing.TB, db *DB) {
+	t.Helper()
+	db.mu.Lock()
+	db.closing = true
+	db.mu.Unlock()
+	close(db.stopFlusher)
+	<-db.flusherDone
+	db.wal.mu.Lock()
+	_ = db.wal.f.Close()
+	db.wal.err = errors.New("crashed")
+	db.wal.mu.Unlock()
+	if err := db.pdb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db.closeOnce.Do(func() { close(db.closed) })
+}
+
+func streamWrite(series string, ts int64, eid, value string) Write {
+	return Write{Kind: KindStream, Group: "g", Name: "n", SeriesKey: []byte(series), Timestamp: ts, ElementID: eid, Value: []byte(value)}
+}
+
+func measureWrite(series string, ts, version int64, value string) Write {
+	return Write{Kind: KindMeasure, Group: "g", Name: "m", SeriesKey: []byte(series), Timestamp: ts, Version: version, Value: []byte(value)}
+}
+
+func payloads(items []Item) []string {
+	var out []string
+	for _, it := range items {
+		out = append(out, string(it.Payload))
+	}
+	return out
+}
+
+func write(t testing.TB, db *DB, ws ...Write) {
+	t.Helper()
+	if err := db.Write(ws); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Acked writes survive a crash before any flush: the log replays them.
+func TestCrashBeforeFlushReplaysLog(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, db, streamWrite("a", 1, "1", "a1"), streamWrite("b", 2, "2", "b2"))
+	write(t, db, streamWrite("a", 3, "3", "a3"), measureWrite("a", 1, 1, "m1"))
+	crash(t, db)
+
+	db = openDB(t, dir, Options{})
+	if got := payloads(scanAll(t, db, KindStream, "g", "n", nil)); !slices.Equal(got, []string{"a1", "a3", "b2"}) &&
+		!slices.Equal(got, []string{"b2", "a1", "a3"}) {
+		t.Errorf("streams after replay: %v", got)
+	}
+	if got := payloads(scanAll(t, db, KindMeasure, "g", "m", nil)); !slices.Equal(got, []string{"m1"}) {
+		t.Errorf("measures after replay: %v", got)
+	}
+	if len(db.Segments()) != 2 {
+		t.Errorf("segments after replay: %v", db.Segments())
+	}
+	// Replayed into Pebble, and the log is gone: a second crash loses nothing.
+	if nums, _ := listWAL(db.walDir); len(nums) != 1 {
+		t.Errorf("log files after replay: %v, want only the new one", nums)
+	}
+}
+
+// A crash in the middle of a record leaves a torn tail: the records
+// before it replay, the open succeeds.
+func TestTornLogTailIsIgnored(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, db, streamWrite("a", 1, "1", "a1"))
+	write(t, db, streamWrite("a", 2, "2", "a2"))
+	path := filepath.Join(db.walDir, walName(db.wal.num))
+	crash(t, db)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cut the second record short.
+	if err := os.Truncate(path, fi.Size()-3); err != nil {
+		t.Fatal(err)
+	}
+	db = openDB(t, dir, Options{})
+	if got := payloads(scanAll(t, db, KindStream, "g", "n", nil)); !slices.Equal(got, []string{"a1"}) {
+		t.Errorf("after a torn tail: %v, want [a1]", got)
+	}
+}
+
+// A bad record in a log file that is not the newest cannot be a torn
+// write: Open refuses rather than drop acknowledged writes.
+func TestCorruptOlderLogFailsOpen(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, db, streamWrite("a", 1, "1", "a1"))
+	old := filepath.Join(db.walDir, walName(db.wal.num))
+	if _, err := db.wal.rotate(); err != nil { // a newer file follows
+		t.Fatal(err)
+	}
+	write(t, db, streamWrite("a", 2, "2", "a2"))
+	crash(t, db)
+	b, err := os.ReadFile(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-1] ^= 0xff
+	if err := os.WriteFile(old, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(dir, Options{})
+	if err == nil || !strings.Contains(err.Error(), "replay") {
+		t.Fatalf("open with a corrupt older log: %v, want a replay error", err)
+	}
+}
+
+// Reads see buffered writes, Pebble's, and both merged: for streams the
+// newest write of a key, for measures the highest version.
+func TestReadsMergeBufferAndPebble(t *testing.T) {
+	db := openDB(t, t.TempDir(), Options{})
+	write(t, db, streamWrite("a", 1, "1", "old"), streamWrite("a", 2, "2", "two"), measureWrite("a", 1, 5, "v5"))
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Now buffered: an overwrite, a new element, a lower and a higher version.
+	write(t, db, streamWrite("a", 1, "1", "new"), streamWrite("a", 3, "3", "three"), measureWrite("a", 1, 4, "v4"), measureWrite("a", 2, 1, "p2"))
+	check := func(when string) {
+		t.Helper()
+		if got := payloads(scanAll(t, db, KindStream, "g", "n", nil)); !slices.Equal(got, []string{"new", "two", "three"}) {
+			t.Errorf("%s: streams %v, want [new two three]", when, got)
+		}
+		if got := payloads(scanAll(t, db, KindMeasure, "g", "m", nil)); !slices.Equal(got, []string{"v5", "p2"}) {
+			t.Errorf("%s: measures %v, want [v5 p2]", when, got)
+		}
+		if got := payloads(scanAll(t, db, KindStream, "g", "n", []byte("a"))); len(got) != 3 {
+			t.Errorf("%s: one-series scan %v", when, got)
+		}
+	}
+	check("buffered")
+	write(t, db, measureWrite("a", 1, 6, "v6"))
+	if got := payloads(scanAll(t, db, KindMeasure, "g", "m", nil)); !slices.Equal(got, []string{"v6", "p2"}) {
+		t.Errorf("higher version buffered: %v, want [v6 p2]", got)
+	}
+	write(t, db, measureWrite("a", 1, 5, "v5"))
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := payloads(scanAll(t, db, KindMeasure, "g", "m", nil)); !slices.Equal(got, []string{"v6", "p2"}) {
+		t.Errorf("after flush: %v, want [v6 p2]", got)
+	}
+}
+
+// Duplicates and late elements inside one buffer read back in key order,
+// once each, the newest write winning.
+func TestBufferOrdersLateAndRepeatedWrites(t *testing.T) {
+	db := openDB(t, t.TempDir(), Options{})
+	write(t, db, streamWrite("a", 5, "x", "5"), streamWrite("a", 3, "x", "3"), streamWrite("a", 5, "x", "5b"),
+		streamWrite("a", 4, "x", "4"), streamWrite("a", 3, "x", "3b"))
+	want := []string{"3b", "4", "5b"}
+	if got := payloads(scanAll(t, db, KindStream, "g", "n", nil)); !slices.Equal(got, want) {
+		t.Errorf("buffered: %v, want %v", got, want)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := payloads(scanAll(t, db, KindStream, "g", "n", nil)); !slices.Equal(got, want) {
+		t.Errorf("flushed: %v, want %v", got, want)
+	}
+}
+
+// Retention drops buffered data too, and a replay does not bring it back.
+func TestDropExpiredReachesBufferAndLog(t *testing.T) {
+	dir := t.TempDir()
+	h := int64(time.Hour)
+	hourly := Options{SegmentInterval: func(string) time.Duration { return time.Hour }}
+	db, err := Open(dir, hourly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, db, streamWrite("a", 1*h, "1", "old"), streamWrite("a", 30*h, "2", "new"))
+	dropped, err := db.DropExpired(time.Unix(0, 31*h), map[string]time.Duration{"g": 2 * time.Hour})
+	if err != nil || len(dropped) != 1 {
+		t.Fatalf("dropped %v, %v: want the 1h segment", dropped, err)
+	}
+	if got := payloads(scanAll(t, db, KindStream, "g", "n", nil)); !slices.Equal(got, []string{"new"}) {
+		t.Errorf("after drop: %v", got)
+	}
+	crash(t, db)
+	db = openDB(t, dir, hourly)
+	if got := payloads(scanAll(t, db, KindStream, "g", "n", nil)); !slices.Equal(got, []string{"new"}) {
+		t.Errorf("after replay: %v, want [new]", got)
+	}
+	if segs := db.Segments(); len(segs) != 1 || segs[0].Start != 30*h {
+		t.Errorf("segments after replay: %v", segs)
+	}
+	// And what the replay wrote to Pebble holds no trace of it either.
+	if err := db.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	db = openDB(t, dir, hourly)
+	if segs := db.Segments(); len(segs) != 1 || segs[0].Start != 30*h {
+		t.Errorf("segments after a second open: %v", segs)
+	}
+}
+
+// With a small buffer, concurrent writers fill it many times over while
+// readers scan: every acked write is readable, during and after, and the
+// buffer was flushed (and writers held back) along the way.
+func TestConcurrentWritesFlushesAndScans(t *testing.T) {
+	db := openDB(t, t.TempDir(), Options{BufferBytes: 64 << 10, NoSync: true})
+	const writers, batches, perBatch = 4, 40, 50
+	value := strings.Repeat("v", 100)
+	var wg sync.WaitGroup
+	errs := make(chan error, writers+1)
+	stop := make(chan struct{})
+	go func() { // a reader: counts never go down
+		defer close(errs)
+		last := 0
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n := 0
+			for _, seg := range db.SegmentsIn(KindStream, "g", 0, 1<<62) {
+				if err := db.ScanSegment(context.Background(), seg, Scan{Name: "n", Begin: 0, End: 1 << 62}, func(*Item) error {
+					n++
+					return nil
+				}); err != nil {
+					errs <- err
+					return
+				}
+			}
+			if n < last {
+				errs <- fmt.Errorf("scan saw %d records after %d", n, last)
+				return
+			}
+			last = n
+		}
+	}()
+	for w := range writers {
+		wg.Go(func() {
+			for b := range batches {
+				ws := make([]Write, perBatch)
+				for i := range ws {
+					ws[i] = streamWrite(fmt.Sprintf("s%d", i%7), int64(b*perBatch+i), fmt.Sprintf("%d-%d-%d", w, b, i), value)
+				}
+				if err := db.Write(ws); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got := len(scanAll(t, db, KindStream, "g", "n", nil)); got != writers*batches*perBatch {
+		t.Errorf("read back %d records, want %d", got, writers*batches*perBatch)
+	}
+	if s := db.EngineStats(); s.Flushes < 5 {
+		t.Errorf("%d flushes of a 64 KB buffer for ~1 MB of writes", s.Flushes)
+	}
+}

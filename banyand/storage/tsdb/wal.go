@@ -1,0 +1,311 @@
+package tsdb
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// writeLog is the store's write-ahead log: the buffered writes' only
+// durable copy until a flush ingests them into Pebble. It is a numbered
+// sequence of files of records, each framed as
+//
+//	u32 length | u32 crc32c(payload) | payload
+//
+// Appends are group-committed: append queues a record, and wait makes the
+// caller's record durable by writing and syncing everything queued so far
+// in one go, unless another caller's sync already covers it. So concurrent
+// batches share one fdatasync, as they did in Pebble's commit pipeline.
+type writeLog struct {
+	dir    string
+	noSync bool
+
+	mu      sync.Mutex
+	synced  *sync.Cond // broadcast when syncedSeq or err changes, or syncing ends
+	f       *os.File
+	num     uint64 // number of f
+	pending []byte // framed records appended to f's queue, not yet written
+	spare   []byte // the previous pending, reused
+	// appendedSeq counts records queued, syncedSeq those durable.
+	appendedSeq, syncedSeq uint64
+	syncing                bool
+	// err is the first write or sync failure: after it nothing is known to
+	// be durable, so every later append and wait fails with it.
+	err error
+
+	bytesIn, bytesWritten uint64 // for EngineStats; under mu
+}
+
+const (
+	walSuffix    = ".log"
+	walHeaderLen = 8
+	// maxWALRecord bounds a record a replay accepts, so a corrupt length
+	// cannot make it allocate gigabytes.
+	maxWALRecord = 1 << 30
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+func walName(num uint64) string { return fmt.Sprintf("%016d%s", num, walSuffix) }
+
+// listWAL returns the numbers of the log files in dir, ascending.
+func listWAL(dir string) ([]uint64, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var nums []uint64
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), walSuffix)
+		if !ok || e.IsDir() {
+			continue
+		}
+		n, err := strconv.ParseUint(name, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("unexpected file %s in the log directory", e.Name())
+		}
+		nums = append(nums, n)
+	}
+	slices.Sort(nums)
+	return nums, nil
+}
+
+// openWriteLog starts log file num in dir.
+func openWriteLog(dir string, num uint64, noSync bool) (*writeLog, error) {
+	l := &writeLog{dir: dir, noSync: noSync}
+	l.synced = sync.NewCond(&l.mu)
+	f, err := l.create(num)
+	if err != nil {
+		return nil, err
+	}
+	l.f, l.num = f, num
+	return l, nil
+}
+
+// create makes log file num and syncs the directory, so the file survives
+// a crash once a record in it is synced.
+func (l *writeLog) create(num uint64) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(l.dir, walName(num)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("tsdb: create log: %w", err)
+	}
+	if err := syncDir(l.dir); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("tsdb: create log: %w", err)
+	}
+	return f, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// append queues payload as one record and returns its sequence number for
+// wait. It does not block on I/O.
+func (l *writeLog) append(payload []byte) (uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return 0, l.err
+	}
+	l.pending = binary.LittleEndian.AppendUint32(l.pending, uint32(len(payload)))
+	l.pending = binary.LittleEndian.AppendUint32(l.pending, crc32.Checksum(payload, crcTable))
+	l.pending = append(l.pending, payload...)
+	l.bytesIn += uint64(len(payload))
+	l.appendedSeq++
+	return l.appendedSeq, nil
+}
+
+// wait returns once record seq is durable, or with the log's error.
+func (l *writeLog) wait(seq uint64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.syncedSeq < seq && l.err == nil {
+		if l.syncing {
+			l.synced.Wait()
+			continue
+		}
+		l.syncPendingLocked()
+	}
+	if l.syncedSeq >= seq {
+		return nil
+	}
+	return l.err
+}
+
+// syncPendingLocked writes and syncs everything queued, releasing mu for
+// the I/O so that appends continue meanwhile. l.mu is held and no sync is
+// running.
+func (l *writeLog) syncPendingLocked() {
+	l.syncing = true
+	buf, target, f := l.pending, l.appendedSeq, l.f
+	l.pending = l.spare[:0]
+	l.mu.Unlock()
+	err := l.writeAndSync(f, buf)
+	l.mu.Lock()
+	l.syncing = false
+	if err != nil {
+		l.err = fmt.Errorf("tsdb: write-ahead log: %w", err)
+	} else {
+		l.syncedSeq = target
+		l.bytesWritten += uint64(len(buf))
+	}
+	l.spare = buf[:0]
+	l.synced.Broadcast()
+}
+
+func (l *writeLog) writeAndSync(f *os.File, buf []byte) error {
+	if len(buf) > 0 {
+		if _, err := f.Write(buf); err != nil {
+			return err
+		}
+	}
+	if l.noSync {
+		return nil
+	}
+	// fdatasync: the file's data and size, not its times.
+	return unix.Fdatasync(int(f.Fd()))
+}
+
+// rotate makes everything queued durable in the current file, closes it
+// and continues in a new one. It returns the number of the closed file:
+// every record appended before rotate is in it or in an older file. The
+// caller keeps appends out while rotate runs.
+func (l *writeLog) rotate() (uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.syncing {
+		l.synced.Wait()
+	}
+	if l.err != nil {
+		return 0, l.err
+	}
+	if l.syncedSeq < l.appendedSeq {
+		l.syncPendingLocked()
+		if l.err != nil {
+			return 0, l.err
+		}
+	}
+	f, err := l.create(l.num + 1)
+	if err != nil {
+		l.err = err
+		return 0, err
+	}
+	old := l.num
+	if err := l.f.Close(); err != nil {
+		l.err = fmt.Errorf("tsdb: close log: %w", err)
+		_ = f.Close()
+		return 0, l.err
+	}
+	l.f, l.num = f, l.num+1
+	return old, nil
+}
+
+// removeThrough deletes the log files numbered up to num: their records
+// are all in Pebble now.
+func (l *writeLog) removeThrough(num uint64) error {
+	nums, err := listWAL(l.dir)
+	if err != nil {
+		return fmt.Errorf("tsdb: remove old logs: %w", err)
+	}
+	for _, n := range nums {
+		if n > num {
+			break
+		}
+		if err := os.Remove(filepath.Join(l.dir, walName(n))); err != nil {
+			return fmt.Errorf("tsdb: remove old logs: %w", err)
+		}
+	}
+	return nil
+}
+
+// close syncs what is queued and closes the file.
+func (l *writeLog) close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.syncing {
+		l.synced.Wait()
+	}
+	if l.err == nil && l.syncedSeq < l.appendedSeq {
+		l.syncPendingLocked()
+	}
+	err := l.f.Close()
+	if l.err != nil {
+		return l.err
+	}
+	if err == nil {
+		l.err = errors.New("tsdb: write-ahead log closed")
+	}
+	return err
+}
+
+func (l *writeLog) stats() (in, written uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.bytesIn, l.bytesWritten
+}
+
+// errTornRecord marks the end of a log file where a crash interrupted a
+// record: the record was never synced, so never acknowledged.
+var errTornRecord = errors.New("torn record")
+
+// readWAL calls fn with each record of log file path in order. A record cut
+// short or failing its checksum ends the file with errTornRecord; the
+// caller decides whether that is allowed (only in the newest file).
+func readWAL(path string, fn func(payload []byte) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	var hdr [walHeaderLen]byte
+	var payload []byte
+	for {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			if err == io.ErrUnexpectedEOF {
+				return errTornRecord
+			}
+			return err
+		}
+		n := binary.LittleEndian.Uint32(hdr[:4])
+		if n > maxWALRecord {
+			return errTornRecord
+		}
+		payload = slices.Grow(payload[:0], int(n))[:n]
+		if _, err := io.ReadFull(r, payload); err != nil {
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				return errTornRecord
+			}
+			return err
+		}
+		if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(hdr[4:]) {
+			return errTornRecord
+		}
+		if err := fn(payload); err != nil {
+			return err
+		}
+	}
+}
