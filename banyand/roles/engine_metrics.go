@@ -45,9 +45,9 @@ func newEngineCollector(stats func() (tsdb.EngineStats, bool)) *engineCollector 
 		func(s *tsdb.EngineStats) float64 { return float64(s.WALBytesIn) })
 	add("wal_bytes_written_total", counter, "Physical bytes written to the write-ahead log: the disk bandwidth syncing writes takes.",
 		func(s *tsdb.EngineStats) float64 { return float64(s.WALBytesWritten) })
-	add("flushes_total", counter, "Memtable flushes to L0: each costs CPU and disk, and their rate follows the write load.",
+	add("flushes_total", counter, "Write buffer flushes (sstables ingested into Pebble) and Pebble memtable flushes: each costs CPU and disk, and their rate follows the write load.",
 		func(s *tsdb.EngineStats) float64 { return float64(s.Flushes) })
-	add("flush_bytes_total", counter, "Sstable bytes written by memtable flushes, part of the write amplification.",
+	add("flush_bytes_total", counter, "Sstable bytes written by write buffer and memtable flushes, part of the write amplification.",
 		func(s *tsdb.EngineStats) float64 { return float64(s.FlushBytes) })
 	add("compactions_total", counter, "Compactions finished: background work that competes with writes and queries for CPU and disk.",
 		func(s *tsdb.EngineStats) float64 { return float64(s.Compactions) })
@@ -63,15 +63,15 @@ func newEngineCollector(stats func() (tsdb.EngineStats, bool)) *engineCollector 
 		func(s *tsdb.EngineStats) float64 { return float64(s.L0Sublevels) })
 	add("l0_files", gauge, "Sstables in L0; many means flushes outpace L0 compactions.",
 		func(s *tsdb.EngineStats) float64 { return float64(s.L0Files) })
-	add("memtable_bytes", gauge, "Bytes in memtables, queued flushes included: memory held by unflushed writes.",
+	add("memtable_bytes", gauge, "Bytes in the write buffers and memtables, the one being flushed included: memory held by unflushed writes.",
 		func(s *tsdb.EngineStats) float64 { return float64(s.MemTableBytes) })
-	add("memtables", gauge, "Memtables, the one taking writes and those queued for flush: a growing queue means flushes fall behind, which ends in a write stall.",
+	add("memtables", gauge, "Write buffers and memtables, those taking writes and those being flushed: a count that stays up means flushes fall behind, which ends in a write stall.",
 		func(s *tsdb.EngineStats) float64 { return float64(s.MemTables) })
 	add("disk_bytes", gauge, "Disk space the storage engine uses, write-ahead log included: plan capacity and retention with it.",
 		func(s *tsdb.EngineStats) float64 { return float64(s.DiskBytes) })
 	add("write_amplification", gauge, "Bytes written to the write-ahead log and sstables per byte written to the log; high means compaction eats the disk bandwidth.",
 		func(s *tsdb.EngineStats) float64 { return s.WriteAmp })
-	add("write_stalls_total", counter, "Times the engine held writes back (too many memtables or L0 sublevels): each shows up as write latency.",
+	add("write_stalls_total", counter, "Times the engine held writes back (write buffer full while the previous one flushes, too many memtables or L0 sublevels): each shows up as write latency.",
 		func(s *tsdb.EngineStats) float64 { return float64(s.WriteStalls) })
 	add("write_stall_seconds_total", counter, "Time writes were held back by write stalls, counted when each ends: the tail latency they cost.",
 		func(s *tsdb.EngineStats) float64 { return s.WriteStallTime.Seconds() })
