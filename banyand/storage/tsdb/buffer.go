@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // memBuffer holds written records until a flush writes them to Pebble as
@@ -24,7 +25,7 @@ type memBuffer struct {
 	// metas are the segment records of the segments the records belong
 	// to, by key; they go to Pebble with the records.
 	metas map[string][]byte
-	bytes int64
+	bytes atomic.Int64 // read without mu: writers check it on every batch
 	arena arena
 	// walNum is, once sealed, the newest log file holding its records.
 	walNum uint64
@@ -189,7 +190,7 @@ func (m *memBuffer) putLocked(seriesPrefix, suffix, value []byte) {
 	copy(b[copy(b, suffix):], value)
 	sb.entries = append(sb.entries, bufEntry{chunk: chunk, off: off, suffixLen: uint32(len(suffix)), valueLen: uint32(len(value))})
 	sb.bytes += int64(n)
-	m.bytes += int64(n) + entryOverhead
+	m.bytes.Add(int64(n) + entryOverhead)
 }
 
 // dropLocked removes every record and the segment record of a dropped
@@ -198,7 +199,7 @@ func (m *memBuffer) dropLocked(segPrefix, metaKey []byte) {
 	for k, nb := range m.names {
 		if bytes.HasPrefix(nb.prefix, segPrefix) {
 			for _, sb := range nb.series {
-				m.bytes -= sb.bytes + int64(len(sb.entries))*entryOverhead
+				m.bytes.Add(-(sb.bytes + int64(len(sb.entries))*entryOverhead))
 			}
 			delete(m.names, k)
 		}
@@ -207,11 +208,7 @@ func (m *memBuffer) dropLocked(segPrefix, metaKey []byte) {
 	m.last = nil
 }
 
-func (m *memBuffer) size() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.bytes
-}
+func (m *memBuffer) size() int64 { return m.bytes.Load() }
 
 // orderLocked sorts a series' entries by suffix, arrival order breaking
 // ties, if a late record came in.
