@@ -254,20 +254,26 @@ func (sb *seriesBuffer) eachRecord(kind Kind, fn func(suffix, value []byte) erro
 	return nil
 }
 
-// sortedNames returns m's name buffers in key order, each series ordered.
-// m is sealed.
-func (m *memBuffer) sortedNames() []*nameBuffer {
+// sorted returns m's name buffers in key order, each series ordered, and
+// its segment records (key, value) in key order. m is sealed: nothing adds
+// to the name buffers returned, and a drop only removes them from m.
+func (m *memBuffer) sorted() ([]*nameBuffer, [][2][]byte) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]*nameBuffer, 0, len(m.names))
+	names := make([]*nameBuffer, 0, len(m.names))
 	for _, nb := range m.names {
 		for _, sb := range nb.series {
 			sb.orderLocked()
 		}
-		out = append(out, nb)
+		names = append(names, nb)
 	}
-	slices.SortFunc(out, func(a, b *nameBuffer) int { return bytes.Compare(a.prefix, b.prefix) })
-	return out
+	slices.SortFunc(names, func(a, b *nameBuffer) int { return bytes.Compare(a.prefix, b.prefix) })
+	metas := make([][2][]byte, 0, len(m.metas))
+	for k, v := range m.metas {
+		metas = append(metas, [2][]byte{[]byte(k), v})
+	}
+	slices.SortFunc(metas, func(a, b [2][]byte) int { return bytes.Compare(a[0], b[0]) })
+	return names, metas
 }
 
 func (nb *nameBuffer) sortedHashes() []uint64 {

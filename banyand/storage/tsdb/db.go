@@ -77,7 +77,17 @@ type DB struct {
 	bufMu    sync.RWMutex
 	mem, imm *memBuffer
 	flushMu  sync.Mutex // one flush at a time
-	sstSeq   atomic.Uint64
+	// sealedAt is when the last buffer was sealed and fillTime how long
+	// it took to fill; under flushMu.
+	sealedAt time.Time
+	fillTime time.Duration
+	// drops counts DropExpired calls that dropped something (see
+	// ingestBufferPaced).
+	drops atomic.Int64
+	// afterBuild, if set, runs between building a flush's table and
+	// ingesting it: tests drop segments there.
+	afterBuild func()
+	sstSeq     atomic.Uint64
 	// flushKick wakes the flusher; stopFlusher stops it, flusherDone says
 	// it stopped.
 	flushKick   chan struct{}

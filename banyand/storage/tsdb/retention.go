@@ -28,6 +28,7 @@ func (db *DB) DropExpired(now time.Time, ttlByGroup map[string]time.Duration) ([
 	if len(expired) == 0 {
 		return nil, nil
 	}
+	db.drops.Add(1) // a flush building a table now builds it again
 	b := db.pdb.NewBatch()
 	defer func() { _ = b.Close() }()
 	for _, s := range expired {
