@@ -92,6 +92,11 @@ func (db *DB) flushOnce() error {
 // has Pebble ingest it, and then deletes the log files it came from.
 // db.flushMu is held. paced spreads the work (see flushPacer).
 func (db *DB) flushOnceLocked(paced bool) error {
+	// The next log file is made before writers are held back for the
+	// switch: creating it syncs the directory.
+	if err := db.wal.prepareNext(); err != nil {
+		return err
+	}
 	db.bufMu.Lock()
 	if db.imm == nil {
 		if db.mem.size() == 0 {
@@ -116,7 +121,11 @@ func (db *DB) flushOnceLocked(paced bool) error {
 
 	var pace *flushPacer
 	if paced {
-		pace = &flushPacer{db: db, total: imm.size(), budget: min(db.fillTime/2, maxFlushSpread), began: time.Now()}
+		budget := maxFlushSpread / 2 // the first buffer: its fill time is not known
+		if db.fillTime > 0 {
+			budget = min(db.fillTime/2, maxFlushSpread)
+		}
+		pace = &flushPacer{db: db, total: imm.size(), budget: budget, began: time.Now()}
 	}
 	began := time.Now()
 	err := db.ingestBufferPaced(imm, pace)
@@ -187,6 +196,9 @@ func (db *DB) buildTable(m *memBuffer, pace *flushPacer) (path string, size int6
 	if err != nil {
 		return "", 0, fmt.Errorf("tsdb: flush: %w", err)
 	}
+	// Written back as it goes, as Pebble's own flushes are: one sync of
+	// 64 MB at the end would queue every log sync behind it.
+	f = vfs.NewSyncingFile(f, vfs.SyncingFileOptions{BytesPerSync: db.popts.BytesPerSync})
 	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), db.popts.MakeWriterOptions(0, db.pdb.TableFormat()))
 	err = writeBuffer(w, names, metas, pace)
 	if cerr := w.Close(); err == nil {
@@ -340,11 +352,19 @@ func (db *DB) replay() (next uint64, err error) {
 		db.segs.ensure(Segment{Kind: kind, Group: group, Start: start, End: readInt64(value)})
 		return nil
 	}
+	// The newest file that holds anything: the flusher makes the next
+	// file ahead of time, so a crash can leave an empty one after it.
+	newest := 0
+	for i, n := range nums {
+		if fi, err := os.Stat(filepath.Join(db.walDir, walName(n))); err == nil && fi.Size() > 0 {
+			newest = i
+		}
+	}
 	records := 0
 	for i, n := range nums {
 		path := filepath.Join(db.walDir, walName(n))
 		err := readWAL(path, func(p []byte) error { records++; return m.applyOps(p, onSegment) })
-		if errors.Is(err, errTornRecord) && i == len(nums)-1 {
+		if errors.Is(err, errTornRecord) && i >= newest {
 			db.log.Warn("write-ahead log ends in a torn record (a write that was never acknowledged); ignoring it", "file", path)
 			err = nil
 		}

@@ -34,9 +34,10 @@ type writeLog struct {
 	mu      sync.Mutex
 	synced  *sync.Cond // broadcast when syncedSeq or err changes, or syncing ends
 	f       *os.File
-	num     uint64 // number of f
-	pending []byte // framed records appended to f's queue, not yet written
-	spare   []byte // the previous pending, reused
+	num     uint64   // number of f
+	next    *os.File // file num+1, made ahead of rotate (see prepareNext)
+	pending []byte   // framed records appended to f's queue, not yet written
+	spare   []byte   // the previous pending, reused
 	// appendedSeq counts records queued, syncedSeq those durable.
 	appendedSeq, syncedSeq uint64
 	syncing                bool
@@ -205,10 +206,14 @@ func (l *writeLog) rotate() (uint64, error) {
 			return 0, l.err
 		}
 	}
-	f, err := l.create(l.num + 1)
-	if err != nil {
-		l.err = err
-		return 0, err
+	f := l.next
+	l.next = nil
+	if f == nil {
+		var err error
+		if f, err = l.create(l.num + 1); err != nil {
+			l.err = err
+			return 0, err
+		}
 	}
 	old := l.num
 	if err := l.f.Close(); err != nil {
@@ -218,6 +223,27 @@ func (l *writeLog) rotate() (uint64, error) {
 	}
 	l.f, l.num = f, l.num+1
 	return old, nil
+}
+
+// prepareNext creates the file rotate switches to, so that rotate, which
+// runs while writers wait, does not create it (and sync the directory).
+func (l *writeLog) prepareNext() error {
+	l.mu.Lock()
+	num, have := l.num+1, l.next != nil
+	l.mu.Unlock()
+	if have {
+		return nil
+	}
+	// Only the flusher rotates, and it calls this first: num is still
+	// the next number when the file is handed over.
+	f, err := l.create(num)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.next = f
+	l.mu.Unlock()
+	return nil
 }
 
 // removeThrough deletes the log files numbered up to num: their records
@@ -249,6 +275,13 @@ func (l *writeLog) close() error {
 		l.syncPendingLocked()
 	}
 	err := l.f.Close()
+	if l.next != nil {
+		// Never written: remove it, or a replay would find an empty file
+		// after the last one that holds records.
+		_ = l.next.Close()
+		_ = os.Remove(filepath.Join(l.dir, walName(l.num+1)))
+		l.next = nil
+	}
 	if l.err != nil {
 		return l.err
 	}
