@@ -38,6 +38,7 @@ FUZZ_TARGETS := \
 	./pkg/queue/sub:FuzzDecodeStreamRequest \
 	./banyand/storage:FuzzParseStreamWrite \
 	./banyand/storage:FuzzParseMeasureWrite \
+	./banyand/storage/tsdb:FuzzReplayLog \
 	./banyand/liaison:FuzzStreamWriteValidation \
 	./banyand/liaison:FuzzMeasureWriteValidation
 fuzz:
