@@ -39,7 +39,16 @@ var (
 type Config struct {
 	// Dir is the data directory; created if missing.
 	Dir string
+	// BufferBytes is the write buffer's flush size (0 = the default,
+	// tsdb.DefaultBufferBytes). A node holds up to about twice this in
+	// memory while a flush runs.
+	BufferBytes int64
 }
+
+// MinBufferBytes is the smallest write buffer Validate accepts: smaller
+// ones flush so often that Pebble's compactions of the many small files
+// cost more than they save.
+const MinBufferBytes = 1 << 20
 
 // RegisterFlags binds the operator-facing settings to fs.
 func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
@@ -50,6 +59,9 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 func (c *Config) Validate() error {
 	if c.Dir == "" {
 		return errors.New("storage: data directory is required")
+	}
+	if c.BufferBytes != 0 && c.BufferBytes < MinBufferBytes {
+		return fmt.Errorf("storage: write buffer size %d bytes is below the minimum of %d", c.BufferBytes, MinBufferBytes)
 	}
 	return nil
 }
@@ -111,7 +123,7 @@ func (s *Store) Start(context.Context) error {
 	if db, _ := s.DB(); db != nil {
 		return errors.New("storage: already started")
 	}
-	opts := tsdb.Options{Logger: s.log}
+	opts := tsdb.Options{Logger: s.log, BufferBytes: s.cfg.BufferBytes}
 	if s.groups != nil {
 		opts.SegmentInterval = s.groups.SegmentInterval
 	}
