@@ -14,8 +14,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // writeLog is the store's write-ahead log: the buffered writes' only
@@ -184,8 +182,7 @@ func (l *writeLog) writeAndSync(f *os.File, buf []byte) error {
 	if l.noSync {
 		return nil
 	}
-	// fdatasync: the file's data and size, not its times.
-	return unix.Fdatasync(int(f.Fd()))
+	return syncData(f)
 }
 
 // rotate makes everything queued durable in the current file, closes it
@@ -335,7 +332,7 @@ func readWAL(path string, fn func(payload []byte) error) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: nothing to lose
 	r := bufio.NewReaderSize(f, 1<<20)
 	var hdr [walHeaderLen]byte
 	var payload []byte
