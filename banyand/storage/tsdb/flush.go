@@ -352,24 +352,26 @@ func (db *DB) replay() (next uint64, err error) {
 		db.segs.ensure(Segment{Kind: kind, Group: group, Start: start, End: readInt64(value)})
 		return nil
 	}
-	// The newest file that holds anything: the flusher makes the next
-	// file ahead of time, so a crash can leave an empty one after it.
-	newest := 0
+	// The newest file with records: the flusher makes the next file
+	// ahead of a rotation (from a spare, with stale records of another
+	// number), so a crash can leave one after it with none of its own.
+	newest := -1
 	for i, n := range nums {
-		if fi, err := os.Stat(filepath.Join(db.walDir, walName(n))); err == nil && fi.Size() > 0 {
+		if hasRecords(filepath.Join(db.walDir, walName(n)), n) {
 			newest = i
 		}
 	}
 	records := 0
-	for i, n := range nums {
+	for i, n := range nums[:newest+1] {
 		path := filepath.Join(db.walDir, walName(n))
-		err := readWAL(path, func(p []byte) error { records++; return m.applyOps(p, onSegment) })
-		if errors.Is(err, errTornRecord) && i >= newest {
+		sealed, err := readWAL(path, n, func(p []byte) error { records++; return m.applyOps(p, onSegment) })
+		switch {
+		case i == newest && errors.Is(err, errTornRecord):
 			db.log.Warn("write-ahead log ends in a torn record (a write that was never acknowledged); ignoring it", "file", path)
-			err = nil
-		}
-		if err != nil {
+		case err != nil:
 			return 0, fmt.Errorf("tsdb: replay %s: %w", path, err)
+		case i < newest && !sealed:
+			return 0, fmt.Errorf("tsdb: replay %s: a log file before the newest ends without its end marker: damaged", path)
 		}
 	}
 	if err := db.ingestBuffer(m); err != nil {

@@ -20,12 +20,24 @@ import (
 // durable copy until a flush ingests them into Pebble. It is a numbered
 // sequence of files of records, each framed as
 //
-//	u32 length | u32 crc32c(payload) | payload
+//	u32 length | u32 crc32c(file number, payload) | u64 file number | payload
+//
+// A record of length 0 seals a file: rotate writes it last, so every file
+// but the newest ends in one, and a replay that meets a bad record before
+// it knows the file is damaged, not torn.
 //
 // Appends are group-committed: append queues a record, and wait makes the
 // caller's record durable by writing and syncing everything queued so far
 // in one go, unless another caller's sync already covers it. So concurrent
 // batches share one fdatasync, as they did in Pebble's commit pipeline.
+//
+// Files are recycled, as Pebble recycles its WAL: a file whose records are
+// in Pebble is kept as a spare and becomes a later log file, overwritten
+// from the start. Writing over blocks the file already has lets
+// fdatasync skip the metadata journal commit that growing a file needs
+// (on this machine a sync of 64 KB took 95–107 µs and 30–38 µs of CPU
+// over a file's old blocks, 158–177 µs and 61–69 µs appended). The file
+// number in every record tells a record from the stale ones after it.
 type writeLog struct {
 	dir    string
 	noSync bool
@@ -49,7 +61,11 @@ type writeLog struct {
 
 const (
 	walSuffix    = ".log"
-	walHeaderLen = 8
+	spareSuffix  = ".spare"
+	walHeaderLen = 16
+	// maxSpares is how many recycled files are kept: a flush frees one
+	// and the next rotation takes one.
+	maxSpares = 1
 	// maxWALRecord bounds a record a replay accepts, so a corrupt length
 	// cannot make it allocate gigabytes.
 	maxWALRecord = 1 << 30
@@ -58,6 +74,20 @@ const (
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 func walName(num uint64) string { return fmt.Sprintf("%016d%s", num, walSuffix) }
+
+func spareName(num uint64) string { return fmt.Sprintf("%016d%s", num, spareSuffix) }
+
+// frameRecord appends payload framed as a record of log file num; an
+// empty payload makes the end marker.
+func frameRecord(dst []byte, num uint64, payload []byte) []byte {
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], num)
+	crc := crc32.Update(crc32.Checksum(n[:], crcTable), crcTable, payload)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(payload)))
+	dst = binary.LittleEndian.AppendUint32(dst, crc)
+	dst = append(dst, n[:]...)
+	return append(dst, payload...)
+}
 
 // listWAL returns the numbers of the log files in dir, ascending.
 func listWAL(dir string) ([]uint64, error) {
@@ -81,6 +111,21 @@ func listWAL(dir string) ([]uint64, error) {
 	return nums, nil
 }
 
+// listSpares returns the recycled files in dir.
+func listSpares(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), spareSuffix) && !e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
 // openWriteLog starts log file num in dir.
 func openWriteLog(dir string, num uint64, noSync bool) (*writeLog, error) {
 	l := &writeLog{dir: dir, noSync: noSync}
@@ -93,10 +138,22 @@ func openWriteLog(dir string, num uint64, noSync bool) (*writeLog, error) {
 	return l, nil
 }
 
-// create makes log file num and syncs the directory, so the file survives
-// a crash once a record in it is synced.
+// create makes log file num, from a spare if there is one, and syncs the
+// directory, so the file survives a crash once a record in it is synced.
 func (l *writeLog) create(num uint64) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(l.dir, walName(num)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	path := filepath.Join(l.dir, walName(num))
+	spares, err := listSpares(l.dir)
+	if err != nil {
+		return nil, fmt.Errorf("tsdb: create log: %w", err)
+	}
+	flags := os.O_CREATE | os.O_EXCL | os.O_WRONLY
+	if len(spares) > 0 {
+		if err := os.Rename(filepath.Join(l.dir, spares[0]), path); err != nil {
+			return nil, fmt.Errorf("tsdb: recycle log: %w", err)
+		}
+		flags = os.O_WRONLY // written over from the start
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("tsdb: create log: %w", err)
 	}
@@ -127,9 +184,10 @@ func (l *writeLog) append(payload []byte) (uint64, error) {
 	if l.err != nil {
 		return 0, l.err
 	}
-	l.pending = binary.LittleEndian.AppendUint32(l.pending, uint32(len(payload)))
-	l.pending = binary.LittleEndian.AppendUint32(l.pending, crc32.Checksum(payload, crcTable))
-	l.pending = append(l.pending, payload...)
+	if len(payload) == 0 {
+		return 0, errors.New("tsdb: empty log record") // the end marker's form
+	}
+	l.pending = frameRecord(l.pending, l.num, payload)
 	l.bytesIn += uint64(len(payload))
 	l.appendedSeq++
 	return l.appendedSeq, nil
@@ -198,11 +256,11 @@ func (l *writeLog) rotate() (uint64, error) {
 	if l.err != nil {
 		return 0, l.err
 	}
-	if l.syncedSeq < l.appendedSeq {
-		l.syncPendingLocked()
-		if l.err != nil {
-			return 0, l.err
-		}
+	// Seal the file: its records and then the end marker, synced.
+	l.pending = frameRecord(l.pending, l.num, nil)
+	l.syncPendingLocked()
+	if l.err != nil {
+		return 0, l.err
 	}
 	f := l.next
 	l.next = nil
@@ -244,10 +302,15 @@ func (l *writeLog) prepareNext() error {
 	return nil
 }
 
-// removeThrough deletes the log files numbered up to num: their records
-// are all in Pebble now.
+// removeThrough retires the log files numbered up to num, whose records
+// are all in Pebble now: up to maxSpares of them are kept for recycling,
+// the rest deleted.
 func (l *writeLog) removeThrough(num uint64) error {
 	nums, err := listWAL(l.dir)
+	if err != nil {
+		return fmt.Errorf("tsdb: remove old logs: %w", err)
+	}
+	spares, err := listSpares(l.dir)
 	if err != nil {
 		return fmt.Errorf("tsdb: remove old logs: %w", err)
 	}
@@ -255,7 +318,15 @@ func (l *writeLog) removeThrough(num uint64) error {
 		if n > num {
 			break
 		}
-		if err := removeGradually(filepath.Join(l.dir, walName(n))); err != nil {
+		path := filepath.Join(l.dir, walName(n))
+		if len(spares) < maxSpares {
+			if err := os.Rename(path, filepath.Join(l.dir, spareName(n))); err != nil {
+				return fmt.Errorf("tsdb: recycle old log: %w", err)
+			}
+			spares = append(spares, spareName(n))
+			continue
+		}
+		if err := removeGradually(path); err != nil {
 			return fmt.Errorf("tsdb: remove old logs: %w", err)
 		}
 	}
@@ -299,10 +370,9 @@ func (l *writeLog) close() error {
 	}
 	err := l.f.Close()
 	if l.next != nil {
-		// Never written: remove it, or a replay would find an empty file
-		// after the last one that holds records.
+		// Never written: a spare again.
 		_ = l.next.Close()
-		_ = os.Remove(filepath.Join(l.dir, walName(l.num+1)))
+		_ = os.Rename(filepath.Join(l.dir, walName(l.num+1)), filepath.Join(l.dir, spareName(l.num+1)))
 		l.next = nil
 	}
 	if l.err != nil {
@@ -321,16 +391,19 @@ func (l *writeLog) stats() (in, written uint64) {
 }
 
 // errTornRecord marks the end of a log file where a crash interrupted a
-// record: the record was never synced, so never acknowledged.
+// record, or where a recycled file's stale records begin: the record was
+// never synced, so never acknowledged.
 var errTornRecord = errors.New("torn record")
 
-// readWAL calls fn with each record of log file path in order. A record cut
-// short or failing its checksum ends the file with errTornRecord; the
-// caller decides whether that is allowed (only in the newest file).
-func readWAL(path string, fn func(payload []byte) error) error {
+// readWAL calls fn with each record of log file num at path, in order. It
+// reports whether the file ended in its end marker; a record that is cut
+// short, fails its checksum or belongs to another file number ends the
+// file with errTornRecord, after the valid records before it. The caller
+// decides whether that is allowed (only in the newest file).
+func readWAL(path string, num uint64, fn func(payload []byte) error) (sealed bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer func() { _ = f.Close() }() // read only: nothing to lose
 	r := bufio.NewReaderSize(f, 1<<20)
@@ -339,29 +412,41 @@ func readWAL(path string, fn func(payload []byte) error) error {
 	for {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
 			if err == io.EOF {
-				return nil
+				return false, nil
 			}
 			if err == io.ErrUnexpectedEOF {
-				return errTornRecord
+				return false, errTornRecord
 			}
-			return err
+			return false, err
 		}
 		n := binary.LittleEndian.Uint32(hdr[:4])
-		if n > maxWALRecord {
-			return errTornRecord
+		if n > maxWALRecord || binary.LittleEndian.Uint64(hdr[8:]) != num {
+			return false, errTornRecord
 		}
 		payload = slices.Grow(payload[:0], int(n))[:n]
 		if _, err := io.ReadFull(r, payload); err != nil {
 			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				return errTornRecord
+				return false, errTornRecord
 			}
-			return err
+			return false, err
 		}
-		if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(hdr[4:]) {
-			return errTornRecord
+		if crc32.Update(crc32.Checksum(hdr[8:], crcTable), crcTable, payload) != binary.LittleEndian.Uint32(hdr[4:8]) {
+			return false, errTornRecord
+		}
+		if n == 0 {
+			return true, nil
 		}
 		if err := fn(payload); err != nil {
-			return err
+			return false, err
 		}
 	}
+}
+
+// hasRecords reports whether log file num at path begins with a valid
+// record (or end marker): a file made ahead of a rotation, or recycled and
+// never written to, does not.
+func hasRecords(path string, num uint64) bool {
+	errFirst := errors.New("first record")
+	sealed, err := readWAL(path, num, func([]byte) error { return errFirst })
+	return sealed || errors.Is(err, errFirst)
 }

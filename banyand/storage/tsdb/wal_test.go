@@ -17,7 +17,7 @@ func FuzzReplayLog(f *testing.F) {
 		streamWrite("a", 1, "1", "v"),
 		measureWrite("b", 2, 3, "m"),
 	})
-	l := &writeLog{}
+	l := &writeLog{num: 1}
 	framed := func(p []byte) []byte {
 		l.pending = l.pending[:0]
 		l.appendedSeq = 0
@@ -48,7 +48,7 @@ func FuzzReplayLog(f *testing.F) {
 			return nil
 		}
 		m := newMemBuffer()
-		_ = readWAL(path, func(p []byte) error { return m.applyOps(p, onSegment) })
+		_, _ = readWAL(path, 1, func(p []byte) error { return m.applyOps(p, onSegment) })
 		_ = m.applyOps(file, onSegment)
 		names, _ := m.sorted()
 		for _, nb := range names {
