@@ -32,6 +32,41 @@ type memBuffer struct {
 	// last caches the name buffer of the previous add: a batch is mostly
 	// one stream or measure.
 	last *nameBuffer
+
+	// refs counts the scans holding records of m; retired says m is in
+	// Pebble and out of the DB's buffers. The last of the two to let go
+	// recycles the arena.
+	refMu   sync.Mutex
+	refs    int
+	retired bool
+}
+
+func (m *memBuffer) ref() {
+	m.refMu.Lock()
+	m.refs++
+	m.refMu.Unlock()
+}
+
+func (m *memBuffer) unref() {
+	m.refMu.Lock()
+	m.refs--
+	free := m.refs == 0 && m.retired
+	m.refMu.Unlock()
+	if free {
+		m.arena.release()
+	}
+}
+
+// retire is called once m's records are in Pebble and no new scan can
+// find m.
+func (m *memBuffer) retire() {
+	m.refMu.Lock()
+	m.retired = true
+	free := m.refs == 0
+	m.refMu.Unlock()
+	if free {
+		m.arena.release()
+	}
 }
 
 // nameBuffer holds one stream's or measure's records in one segment.
@@ -70,9 +105,24 @@ func (e bufEntry) value(a *arena) []byte {
 
 // arena holds a buffer's record bytes in chunks that are filled and never
 // moved: growing it copies nothing, and what a scan took stays valid.
+// Once the buffer is in Pebble and no scan holds it, its chunks go back to
+// chunkPool for the next buffers.
 type arena struct{ chunks [][]byte }
 
 const arenaChunk = 1 << 20
+
+var chunkPool = sync.Pool{New: func() any { b := make([]byte, 0, arenaChunk); return &b }}
+
+func (a *arena) release() {
+	for i, c := range a.chunks {
+		if cap(c) == arenaChunk {
+			c = c[:0]
+			chunkPool.Put(&c)
+		}
+		a.chunks[i] = nil
+	}
+	a.chunks = nil
+}
 
 // alloc returns n bytes of space and where they are.
 func (a *arena) alloc(n int) (chunk, off uint32, b []byte) {
@@ -83,7 +133,12 @@ func (a *arena) alloc(n int) (chunk, off uint32, b []byte) {
 			return uint32(k - 1), uint32(len(c)), c[len(c) : len(c)+n]
 		}
 	}
-	c := make([]byte, n, max(arenaChunk, n))
+	var c []byte
+	if n <= arenaChunk {
+		c = (*chunkPool.Get().(*[]byte))[:n]
+	} else {
+		c = make([]byte, n)
+	}
 	a.chunks = append(a.chunks, c)
 	return uint32(len(a.chunks) - 1), 0, c
 }

@@ -136,6 +136,7 @@ func (db *DB) flushOnceLocked(paced bool) error {
 	db.bufMu.Lock()
 	db.imm = nil
 	db.bufMu.Unlock()
+	imm.retire()
 	db.signalRoom()
 	return db.wal.removeThrough(imm.walNum)
 }
@@ -378,5 +379,6 @@ func (db *DB) replay() (next uint64, err error) {
 		return 0, err
 	}
 	db.log.Info("replayed write-ahead log", "files", len(nums), "records", records, "bytes", m.size())
+	m.retire()
 	return nums[len(nums)-1] + 1, nil
 }

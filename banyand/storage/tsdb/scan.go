@@ -63,7 +63,13 @@ func (db *DB) ScanSegment(ctx context.Context, seg Segment, s Scan, fn func(*Ite
 	}
 	// The buffers before the iterator: a buffer ingested in between is
 	// then seen twice (and merged), never missed.
-	buffered := db.buffered(seg.Kind, prefix, onlyHash, s.Begin, s.End)
+	buffered, bufs := db.buffered(seg.Kind, prefix, onlyHash, s.Begin, s.End)
+	// The records alias the buffers' arenas: held until the scan is done.
+	defer func() {
+		for _, b := range bufs {
+			b.unref()
+		}
+	}()
 	it, err := db.pdb.NewIterWithContext(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("tsdb: scan %v: %w", seg, err)
@@ -80,12 +86,16 @@ func (db *DB) ScanSegment(ctx context.Context, seg Segment, s Scan, fn func(*Ite
 }
 
 // buffered returns the records of name prefix np in the write buffers, in
-// key order, duplicates resolved.
-func (db *DB) buffered(kind Kind, np []byte, onlyHash *uint64, begin, end int64) []bufRecord {
+// key order, duplicates resolved, and the buffers, each referenced once:
+// the caller unrefs them when done with the records.
+func (db *DB) buffered(kind Kind, np []byte, onlyHash *uint64, begin, end int64) ([]bufRecord, []*memBuffer) {
 	db.bufMu.RLock()
 	bufs := []*memBuffer{db.mem}
 	if db.imm != nil {
 		bufs = []*memBuffer{db.imm, db.mem} // oldest first
+	}
+	for _, b := range bufs {
+		b.ref()
 	}
 	db.bufMu.RUnlock()
 	lists := make([][]bufRecord, 0, len(bufs))
@@ -94,7 +104,7 @@ func (db *DB) buffered(kind Kind, np []byte, onlyHash *uint64, begin, end int64)
 			lists = append(lists, l)
 		}
 	}
-	return mergeRecords(kind, lists)
+	return mergeRecords(kind, lists), bufs
 }
 
 // bufferMerge interleaves buffered records with Pebble's in key order. A
