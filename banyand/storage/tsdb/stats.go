@@ -3,7 +3,6 @@ package tsdb
 import (
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,9 +117,9 @@ func (db *DB) addBufferStats(s *EngineStats) {
 		s.MemTableBytes += uint64(db.imm.size())
 	}
 	db.bufMu.RUnlock()
-	if nums, err := listWAL(db.walDir); err == nil {
-		for _, n := range nums {
-			if fi, err := os.Stat(filepath.Join(db.walDir, walName(n))); err == nil {
+	if entries, err := os.ReadDir(db.walDir); err == nil { // log files and the spare
+		for _, e := range entries {
+			if fi, err := e.Info(); err == nil && !e.IsDir() {
 				s.DiskBytes += uint64(fi.Size())
 			}
 		}
