@@ -13,6 +13,16 @@ import (
 	"time"
 )
 
+// openForCrash opens a DB that the test ends with crash (or Close) itself.
+func openForCrash(t testing.TB, dir string, opts Options) *DB {
+	t.Helper()
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
 // crash stops db the way kill -9 would as far as the store can tell: the
 // write buffer is not flushed, the log stays, Pebble keeps what it had.
 func crash(t testing.TB, db *DB) {
@@ -58,10 +68,7 @@ func write(t testing.TB, db *DB, ws ...Write) {
 // Acked writes survive a crash before any flush: the log replays them.
 func TestCrashBeforeFlushReplaysLog(t *testing.T) {
 	dir := t.TempDir()
-	db, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openForCrash(t, dir, Options{})
 	write(t, db, streamWrite("a", 1, "1", "a1"), streamWrite("b", 2, "2", "b2"))
 	write(t, db, streamWrite("a", 3, "3", "a3"), measureWrite("a", 1, 1, "m1"))
 	crash(t, db)
@@ -87,10 +94,7 @@ func TestCrashBeforeFlushReplaysLog(t *testing.T) {
 // before it replay, the open succeeds.
 func TestTornLogTailIsIgnored(t *testing.T) {
 	dir := t.TempDir()
-	db, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openForCrash(t, dir, Options{})
 	write(t, db, streamWrite("a", 1, "1", "a1"))
 	write(t, db, streamWrite("a", 2, "2", "a2"))
 	path := filepath.Join(db.walDir, walName(db.wal.num))
@@ -117,10 +121,7 @@ func TestTornLogTailIsIgnored(t *testing.T) {
 // write: Open refuses rather than drop acknowledged writes.
 func TestCorruptOlderLogFailsOpen(t *testing.T) {
 	dir := t.TempDir()
-	db, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openForCrash(t, dir, Options{})
 	write(t, db, streamWrite("a", 1, "1", "a1"))
 	old := filepath.Join(db.walDir, walName(db.wal.num))
 	if _, err := db.wal.rotate(); err != nil { // a newer file follows
@@ -201,10 +202,7 @@ func TestDropExpiredReachesBufferAndLog(t *testing.T) {
 	dir := t.TempDir()
 	h := int64(time.Hour)
 	hourly := Options{SegmentInterval: func(string) time.Duration { return time.Hour }}
-	db, err := Open(dir, hourly)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openForCrash(t, dir, hourly)
 	write(t, db, streamWrite("a", 1*h, "1", "old"), streamWrite("a", 30*h, "2", "new"))
 	dropped, err := db.DropExpired(time.Unix(0, 31*h), map[string]time.Duration{"g": 2 * time.Hour})
 	if err != nil || len(dropped) != 1 {
@@ -340,10 +338,7 @@ func TestDropDuringFlushIsNotUndone(t *testing.T) {
 // next.
 func TestRecycledLogStaleRecordsNotReplayed(t *testing.T) {
 	dir := t.TempDir()
-	db, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openForCrash(t, dir, Options{})
 	write(t, db, streamWrite("a", 4, "p", "p"))
 	write(t, db, streamWrite("a", 1, "k", "v1"))
 	if err := db.Flush(); err != nil { // its file becomes the spare

@@ -89,41 +89,39 @@ func frameRecord(dst []byte, num uint64, payload []byte) []byte {
 	return append(dst, payload...)
 }
 
-// listWAL returns the numbers of the log files in dir, ascending.
-func listWAL(dir string) ([]uint64, error) {
+// readLogDir returns the numbers of the log files in dir, ascending, and
+// the names of its spares.
+func readLogDir(dir string) (nums []uint64, spares []string, err error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var nums []uint64
 	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		if strings.HasSuffix(e.Name(), spareSuffix) {
+			spares = append(spares, e.Name())
+			continue
+		}
 		name, ok := strings.CutSuffix(e.Name(), walSuffix)
-		if !ok || e.IsDir() {
+		if !ok {
 			continue
 		}
 		n, err := strconv.ParseUint(name, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("unexpected file %s in the log directory", e.Name())
+			return nil, nil, fmt.Errorf("unexpected file %s in the log directory", e.Name())
 		}
 		nums = append(nums, n)
 	}
 	slices.Sort(nums)
-	return nums, nil
+	return nums, spares, nil
 }
 
-// listSpares returns the recycled files in dir.
-func listSpares(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), spareSuffix) && !e.IsDir() {
-			out = append(out, e.Name())
-		}
-	}
-	return out, nil
+// listWAL returns the numbers of the log files in dir, ascending.
+func listWAL(dir string) ([]uint64, error) {
+	nums, _, err := readLogDir(dir)
+	return nums, err
 }
 
 // openWriteLog starts log file num in dir.
@@ -142,7 +140,7 @@ func openWriteLog(dir string, num uint64, noSync bool) (*writeLog, error) {
 // directory, so the file survives a crash once a record in it is synced.
 func (l *writeLog) create(num uint64) (*os.File, error) {
 	path := filepath.Join(l.dir, walName(num))
-	spares, err := listSpares(l.dir)
+	_, spares, err := readLogDir(l.dir)
 	if err != nil {
 		return nil, fmt.Errorf("tsdb: create log: %w", err)
 	}
@@ -306,11 +304,7 @@ func (l *writeLog) prepareNext() error {
 // are all in Pebble now: up to maxSpares of them are kept for recycling,
 // the rest deleted.
 func (l *writeLog) removeThrough(num uint64) error {
-	nums, err := listWAL(l.dir)
-	if err != nil {
-		return fmt.Errorf("tsdb: remove old logs: %w", err)
-	}
-	spares, err := listSpares(l.dir)
+	nums, spares, err := readLogDir(l.dir)
 	if err != nil {
 		return fmt.Errorf("tsdb: remove old logs: %w", err)
 	}
