@@ -89,8 +89,9 @@ func (db *DB) flushOnce() error {
 
 // flushOnceLocked seals the mutable buffer (unless a sealed one is still
 // waiting, after a failed flush), writes the sealed one as an sstable,
-// has Pebble ingest it, and then deletes the log files it came from.
-// db.flushMu is held. paced spreads the work (see flushPacer).
+// has Pebble ingest it, and then retires the log files it came from
+// (see removeThrough). db.flushMu is held. paced spreads the work (see
+// flushPacer).
 func (db *DB) flushOnceLocked(paced bool) error {
 	// The next log file is made before writers are held back for the
 	// switch: creating it syncs the directory.
@@ -325,10 +326,11 @@ func (db *DB) signalRoom() {
 // buffered writes that never reached Pebble), writes it to Pebble and
 // returns the number the new log file starts at. Files are replayed in
 // order into one buffer, so a retention drop logged in a later file
-// removes the records of earlier ones. Only the newest file may end in a
-// torn record (a write that was never synced, so never acknowledged); a
-// bad record anywhere else is corruption, and Open fails rather than lose
-// acknowledged writes silently.
+// removes the records of earlier ones. The newest file with records ends
+// at its first torn record (a write that was never synced, so never
+// acknowledged) or stale one (a recycled file's previous records); every
+// older file must end in its end marker, and a bad record before it is
+// damage: Open fails rather than lose acknowledged writes silently.
 func (db *DB) replay() (next uint64, err error) {
 	nums, err := listWAL(db.walDir)
 	if err != nil {
