@@ -176,10 +176,20 @@ func fam(tags ...*modelv1.TagValue) *modelv1.TagFamilyForWrite {
 	return &modelv1.TagFamilyForWrite{Tags: tags}
 }
 
-// fakeFuture resolves to err.
-type fakeFuture struct{ err error }
+// waitFunc is a queue.Waiter with its behaviour as a func.
+type waitFunc func(ctx context.Context) error
 
-func (f fakeFuture) Get(context.Context) error { return f.err }
+func (f waitFunc) Wait(ctx context.Context, _ any) error { return f(ctx) }
+
+// funcFuture is a future with its behaviour as a func.
+func funcFuture(f func(ctx context.Context) error) queue.Future {
+	return queue.NewFuture(waitFunc(f), nil)
+}
+
+// fakeFuture resolves to err.
+func fakeFuture(err error) queue.Future {
+	return funcFuture(func(context.Context) error { return err })
+}
 
 // fakeQueue records what the write path publishes; every future resolves
 // to result(msg) (nil: acked).
@@ -213,7 +223,7 @@ func (p fakePublisher) Publish(_ context.Context, topic queue.Topic, msg queue.M
 	if p.q.publishErr != nil {
 		if err := p.q.publishErr(p.q.calls); err != nil {
 			p.q.mu.Unlock()
-			return nil, err
+			return queue.Future{}, err
 		}
 	}
 	p.q.topics = append(p.q.topics, topic)
@@ -223,9 +233,9 @@ func (p fakePublisher) Publish(_ context.Context, topic queue.Topic, msg queue.M
 	p.q.msgs = append(p.q.msgs, msg)
 	p.q.mu.Unlock()
 	if p.q.result == nil {
-		return fakeFuture{}, nil
+		return fakeFuture(nil), nil
 	}
-	return fakeFuture{p.q.result(msg)}, nil
+	return fakeFuture(p.q.result(msg)), nil
 }
 
 func (fakePublisher) Close() error { return nil }

@@ -105,7 +105,7 @@ func (s *writeSession[Req]) answer(ctx context.Context, pending <-chan pendingWr
 				// line per message unless asked for.
 				s.logger.Debug("write rejected", s.fields(p, status, "reason", p.err.reason)...)
 			}
-		case p.future != nil:
+		case !p.future.IsZero():
 			if err := p.future.Get(ctx); err != nil {
 				status = statusOf(err)
 				// Internal failures are the operator's business; the

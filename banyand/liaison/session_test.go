@@ -22,17 +22,12 @@ import (
 // blocks is the failure these tests look for.
 const sessionLimit = 30 * time.Second
 
-// funcFuture is a Future with its behaviour as a func.
-type funcFuture func(ctx context.Context) error
-
-func (f funcFuture) Get(ctx context.Context) error { return f(ctx) }
-
 // countingPublisher counts Close calls; the session tests build futures
 // in handle themselves.
 type countingPublisher struct{ closes atomic.Int32 }
 
 func (*countingPublisher) Publish(context.Context, queue.Topic, queue.Message) (queue.Future, error) {
-	return nil, errors.New("not used")
+	return queue.Future{}, errors.New("not used")
 }
 
 func (p *countingPublisher) Close() error {
@@ -92,7 +87,7 @@ func (r *sessionRun) run(t *testing.T) error {
 		},
 		handle: func(_ context.Context, id uint64, _ queue.BatchPublisher) pendingWrite {
 			if r.handle == nil {
-				return pendingWrite{messageID: id, future: fakeFuture{}}
+				return pendingWrite{messageID: id, future: fakeFuture(nil)}
 			}
 			return r.handle(id)
 		},
@@ -147,15 +142,15 @@ func TestWriteSessionAnswersInOrder(t *testing.T) {
 		pending func(id uint64) pendingWrite
 		status  modelv1.Status
 	}{
-		{func(id uint64) pendingWrite { return pendingWrite{messageID: id, future: fakeFuture{}} }, sSucceed},
+		{func(id uint64) pendingWrite { return pendingWrite{messageID: id, future: fakeFuture(nil)} }, sSucceed},
 		{func(id uint64) pendingWrite {
 			return pendingWrite{messageID: id, err: &writeError{status: sInvalidTS, reason: "test"}}
 		}, sInvalidTS},
 		{func(id uint64) pendingWrite {
-			return pendingWrite{messageID: id, future: fakeFuture{fmt.Errorf("node n1: %w", queue.ErrInvalidMessage)}}
+			return pendingWrite{messageID: id, future: fakeFuture(fmt.Errorf("node n1: %w", queue.ErrInvalidMessage))}
 		}, sInvalidArg},
 		{func(id uint64) pendingWrite {
-			return pendingWrite{messageID: id, future: fakeFuture{fmt.Errorf("shard 3: %w", queue.ErrDeadline)}}
+			return pendingWrite{messageID: id, future: fakeFuture(fmt.Errorf("shard 3: %w", queue.ErrDeadline))}
 		}, modelv1.Status_STATUS_INTERNAL_ERROR},
 		{func(id uint64) pendingWrite {
 			return pendingWrite{messageID: id, future: funcFuture(func(ctx context.Context) error {
@@ -199,7 +194,7 @@ func TestWriteSessionSendFailsMidway(t *testing.T) {
 		},
 		handle: func(id uint64) pendingWrite {
 			if id <= failAt {
-				return pendingWrite{messageID: id, future: fakeFuture{}}
+				return pendingWrite{messageID: id, future: fakeFuture(nil)}
 			}
 			// Never acked: the answer loop must not wait for messages it
 			// can no longer answer.
@@ -225,9 +220,9 @@ func TestWriteSessionRecvError(t *testing.T) {
 		recvErr: errRecv,
 		handle: func(id uint64) pendingWrite {
 			if id%2 == 0 {
-				return pendingWrite{messageID: id, future: fakeFuture{queue.ErrNoNodes}}
+				return pendingWrite{messageID: id, future: fakeFuture(queue.ErrNoNodes)}
 			}
-			return pendingWrite{messageID: id, future: fakeFuture{}}
+			return pendingWrite{messageID: id, future: fakeFuture(nil)}
 		},
 	}
 	if err := r.run(t); !errors.Is(err, errRecv) {

@@ -255,14 +255,14 @@ const maxPooledPayload = 16 << 10
 // publish hands one encoded write to the publisher.
 func (w *writer) publish(ctx context.Context, pub queue.BatchPublisher, topic queue.Topic, group string, shard uint32, payload []byte, err error) (queue.Future, *writeError) {
 	if err != nil {
-		return nil, &writeError{status: modelv1.Status_STATUS_INTERNAL_ERROR, reason: "encode: " + err.Error()}
+		return queue.Future{}, &writeError{status: modelv1.Status_STATUS_INTERNAL_ERROR, reason: "encode: " + err.Error()}
 	}
 	f, err := pub.Publish(ctx, topic, queue.Message{Group: group, Shard: shard, Payload: payload})
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
 			w.logger.Warn("publish failed", "group", group, "topic", string(topic), "shard", shard, "error", err)
 		}
-		return nil, &writeError{status: modelv1.Status_STATUS_INTERNAL_ERROR, reason: err.Error()}
+		return queue.Future{}, &writeError{status: modelv1.Status_STATUS_INTERNAL_ERROR, reason: err.Error()}
 	}
 	return f, nil
 }

@@ -54,7 +54,7 @@ type localBatch struct {
 // Publish implements BatchPublisher.
 func (p *localPublisher) Publish(ctx context.Context, topic Topic, msg Message) (Future, error) {
 	if p.q.closed.Load() {
-		return nil, fmt.Errorf("queue: publish to %q: %w", topic, ErrClosed)
+		return Future{}, fmt.Errorf("queue: publish to %q: %w", topic, ErrClosed)
 	}
 	var deadline time.Time
 	if p.timeout > 0 {
@@ -64,7 +64,7 @@ func (p *localPublisher) Publish(ctx context.Context, topic Topic, msg Message) 
 	for {
 		if p.closed {
 			p.mu.Unlock()
-			return nil, fmt.Errorf("queue: publish to %q: publisher %w", topic, ErrClosed)
+			return Future{}, fmt.Errorf("queue: publish to %q: publisher %w", topic, ErrClosed)
 		}
 		if p.queued < p.q.cfg.MaxPending {
 			break
@@ -77,7 +77,7 @@ func (p *localPublisher) Publish(ctx context.Context, topic Topic, msg Message) 
 		select {
 		case <-space:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("queue: publish to %q: %d messages queued: %w (%w)",
+			return Future{}, fmt.Errorf("queue: publish to %q: %d messages queued: %w (%w)",
 				topic, p.q.cfg.MaxPending, ErrResourceExhausted, ctx.Err())
 		}
 		p.mu.Lock()
@@ -106,7 +106,7 @@ func (p *localPublisher) Publish(ctx context.Context, topic Topic, msg Message) 
 	if start {
 		go p.deliverLoop()
 	}
-	return f, nil
+	return NewFuture(f, nil), nil
 }
 
 // Close implements BatchPublisher. It waits until every message is
@@ -227,9 +227,9 @@ type localFuture struct {
 	deadline time.Time
 }
 
-// Get implements Future. An outcome already known is returned even if ctx
-// is done.
-func (f *localFuture) Get(ctx context.Context) error {
+// Wait implements Waiter. An outcome already known is returned even if
+// ctx is done.
+func (f *localFuture) Wait(ctx context.Context, _ any) error {
 	select {
 	case <-f.b.done:
 		return f.result()

@@ -49,15 +49,44 @@ type Message struct {
 	Payload []byte
 }
 
-// Future is the outcome of one published message.
-type Future interface {
-	// Get waits until the message is acknowledged (nil), fails, or ctx is
-	// done. Giving up on the wait does not cancel the message.
-	//
-	// Once Get has returned nil the queue reads the message's payload no
-	// more, so the publisher may reuse its memory. After a failure it may
-	// still (a copy or a resend can be on its way): leave it to the GC.
-	Get(ctx context.Context) error
+// Future is the outcome of one published message. It is a small value,
+// not an interface, so that Publish allocates nothing for it: an
+// implementation may then recycle its own per-message state once the
+// message is acked (pkg/queue/pub does), as long as its Waiter can still
+// tell from arg that it was.
+type Future struct {
+	w   Waiter
+	arg any
+}
+
+// Waiter is what a queue implementation puts behind a Future.
+type Waiter interface {
+	// Wait is Future.Get for the future made with arg.
+	Wait(ctx context.Context, arg any) error
+}
+
+// NewFuture returns the future that waits on w with arg.
+func NewFuture(w Waiter, arg any) Future { return Future{w: w, arg: arg} }
+
+// IsZero reports whether f is the zero Future, which a failed Publish
+// returns.
+func (f Future) IsZero() bool { return f.w == nil }
+
+// errNoFuture is what the zero Future reports: a bug in the caller.
+var errNoFuture = errors.New("queue: Get on the zero Future (a failed Publish returns no future)")
+
+// Get waits until the message is acknowledged (nil), fails, or ctx is
+// done. Giving up on the wait does not cancel the message. A future may
+// be asked again, from any goroutine.
+//
+// Once Get has returned nil the queue reads the message's payload no
+// more, so the publisher may reuse its memory. After a failure it may
+// still (a copy or a resend can be on its way): leave it to the GC.
+func (f Future) Get(ctx context.Context) error {
+	if f.w == nil {
+		return errNoFuture
+	}
+	return f.w.Wait(ctx, f.arg)
 }
 
 // BatchPublisher publishes many messages and collects their acks. It is

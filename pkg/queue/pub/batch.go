@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/banyand-io/banyand/pkg/queue"
@@ -26,12 +27,13 @@ type batch struct {
 
 	// out settles the batch's own messages at once on a clean, on-time
 	// ack (see outcome). A message is the batch's own when it was queued
-	// in it fresh from Publish (its out is set then, before anyone holds
-	// its future, and never changes). dirty says out may not be used:
+	// in it fresh from Publish (its future gets out then, before anyone
+	// holds it, and never changes). dirty says out may not be used:
 	// the batch holds a message not its own (re-placed, requeued, a
 	// replica copy or broadcast request), a message of it was settled or
 	// dropped on its own, or it has more publishers than pubs holds.
 	out   *outcome
+	lane  *lane // the lane it was built in, which takes its messages back (see lane.recycle)
 	dirty bool
 	npub  int
 	pubs  [4]*publisher // the own messages' publishers, and how many each has
@@ -52,8 +54,9 @@ func putBatch(b *batch) {
 	recycle(b)
 }
 
-// putAckedBatch is putBatch for a batch settled by ack. It leaves the
-// message pointers for the next user to overwrite: clearing a thousand
+// putAckedBatch is putBatch for a batch settled by ack. Its message list
+// is usually an empty one from lane.recycle; if the lane had no room for
+// the messages, it leaves their pointers for the next user to overwrite: clearing a thousand
 // pointers to messages costs a write barrier each while the GC marks, and
 // they keep nothing but the messages' own small structs alive (a batch's
 // own messages never carry a payload or error of their own), for as long
@@ -85,10 +88,11 @@ func (b *batch) fits(ws, maxMsgs, maxBytes int) bool {
 }
 
 // add appends m. fresh says m comes straight from Publish and nobody
-// holds its future yet: it may become one of b's own.
-func (b *batch) add(m *msg, payload []byte, ws int, fresh bool) {
+// holds its future yet: it may become one of b's own, and then add
+// returns b's outcome for its future.
+func (b *batch) add(m *msg, payload []byte, ws int, fresh bool) (out *outcome) {
 	if fresh && m.pub != nil {
-		b.own(m)
+		out = b.own(m)
 	} else {
 		b.dirty = true
 	}
@@ -98,6 +102,7 @@ func (b *batch) add(m *msg, payload []byte, ws int, fresh bool) {
 	b.bytes += m.size()
 	b.minDeadline = min(b.minDeadline, m.deadline)
 	b.maxDeadline = max(b.maxDeadline, m.deadline)
+	return out
 }
 
 // expire fails the batch's messages past their deadline. Their bytes stay
@@ -184,8 +189,22 @@ type lane struct {
 	// write barrier while the GC marks).
 	slab []msg
 	next int
-	_    [64]byte // keeps lanes off each other's cache lines
+	// reuse[reuseAt:] are recycled messages, handed out before the slab's;
+	// spares are more such lists, holding spareMsgs messages in all, and
+	// empties the lists already handed out, which acked batches take for
+	// their next messages (see recycle).
+	reuse     []*msg
+	reuseAt   int
+	spares    [][]*msg
+	spareMsgs int
+	empties   [][]*msg
+	_         [64]byte // keeps lanes off each other's cache lines
 }
+
+// maxSpareMsgs bounds the recycled messages a lane keeps: about two
+// full batches' worth, enough for a steady stream of acks to feed
+// Publish, while a burst's leftovers go to the GC.
+const maxSpareMsgs = 8192
 
 // lane returns the lane for p's messages; lane 0 takes re-placed ones.
 func (n *node) lane(p *publisher) *lane {
@@ -195,15 +214,69 @@ func (n *node) lane(p *publisher) *lane {
 	return &n.lanes[p.lane%numLanes]
 }
 
-// newMsg hands out a message from the lane's slab: one allocation per
-// slabSize messages. l.mu is held.
+// newMsg hands out a recycled message, or one from the lane's slab: one
+// allocation per slabSize messages. l.mu is held.
+//
+// Reusing messages is what makes a recycled one cheap: its memory was
+// written a moment ago and is still in the cache, where a fresh slab's
+// must be fetched first, and the fences of the locks and atomics on the
+// publish path wait for those stores. A recycled message's future may
+// still be asked about its old message: that only reads state and wait,
+// through atomics, and sees the old outcome acked (see msg.result).
 func (l *lane) newMsg() *msg {
+	for {
+		if l.reuseAt < len(l.reuse) {
+			m := l.reuse[l.reuseAt]
+			l.reuseAt++
+			if m.state.Load() != pending || m.x != nil {
+				continue // cannot happen (see lane.recycle); left to the GC
+			}
+			if m.wait.Load() != nil {
+				m.wait.Store(nil) // a Get of the old message left its channel
+			}
+			return m
+		}
+		if len(l.spares) == 0 {
+			break
+		}
+		if l.reuse != nil && len(l.empties) < 4 {
+			l.empties = append(l.empties, l.reuse[:0])
+		}
+		k := len(l.spares) - 1
+		l.reuse, l.reuseAt = l.spares[k], 0
+		l.spares[k] = nil
+		l.spares = l.spares[:k]
+		l.spareMsgs -= len(l.reuse)
+	}
 	if l.next == len(l.slab) {
 		l.slab, l.next = make([]msg, slabSize), 0
 	}
 	m := &l.slab[l.next]
 	l.next++
 	return m
+}
+
+// recycle takes back the messages of b, a batch built in l and settled
+// whole by its outcome, for newMsg to reuse, and gives b an empty message
+// list in exchange. That is safe because nothing but b holds them: such a
+// batch's messages are its own, never settled or moved on their own (see
+// outcome), the ack took b out of flight, and their futures hold the
+// outcome, which says acked.
+func (l *lane) recycle(b *batch, recycled *atomic.Int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.spareMsgs+len(b.msgs) > maxSpareMsgs {
+		return
+	}
+	recycled.Add(int64(len(b.msgs)))
+	l.spares = append(l.spares, b.msgs)
+	l.spareMsgs += len(b.msgs)
+	b.msgs = nil
+	if k := len(l.empties); k > 0 {
+		b.msgs = l.empties[k-1]
+		l.empties[k-1] = nil
+		l.empties = l.empties[:k-1]
+	}
 }
 
 func (l *lane) queue(t queue.Topic) *topicQueue {
@@ -218,9 +291,9 @@ func (l *lane) queue(t queue.Topic) *topicQueue {
 }
 
 // push queues m in its topic's newest batch in l, or a new one. l.mu is
-// held; m's bytes are already charged to the node's budget. fresh is as
-// for batch.add.
-func (n *node) push(l *lane, m *msg, payload []byte, fresh bool) {
+// held; m's bytes are already charged to the node's budget. fresh and
+// the outcome returned are as for batch.add.
+func (n *node) push(l *lane, m *msg, payload []byte, fresh bool) *outcome {
 	ws := wireSize(len(payload))
 	q := l.queue(m.topic)
 	var b *batch
@@ -228,14 +301,16 @@ func (n *node) push(l *lane, m *msg, payload []byte, fresh bool) {
 		b = q.batches[k-1]
 	} else {
 		b = newBatch(q.topic)
+		b.lane = l
 		q.batches = append(q.batches, b)
 	}
-	b.add(m, payload, ws, fresh)
+	out := b.add(m, payload, ws, fresh)
 	l.nextExpiry = min(l.nextExpiry, m.deadline)
 	l.queued++
 	if l.queued == 1 {
 		n.wake()
 	}
+	return out
 }
 
 func (n *node) wake() {

@@ -66,7 +66,7 @@ func publishLoop(b *testing.B, c *pub.Client, sh uint32, payload []byte, next fu
 	i := 0
 	for next() {
 		slot := &ring[i%benchWindow]
-		if *slot != nil {
+		if !slot.IsZero() {
 			if err := (*slot).Get(ctx); err != nil {
 				b.Error(err)
 				return
@@ -81,7 +81,7 @@ func publishLoop(b *testing.B, c *pub.Client, sh uint32, payload []byte, next fu
 		i++
 	}
 	for _, f := range ring {
-		if f != nil {
+		if !f.IsZero() {
 			if err := f.Get(ctx); err != nil {
 				b.Error(err)
 				return

@@ -51,7 +51,7 @@ func (c *Client) Broadcast(ctx context.Context, topic queue.Topic, group string,
 		m.msgKey, m.plen, m.deadline = key, uint32(len(payload)), deadline.UnixNano()
 		m.x = &msgExtra{pinned: true, node: name, payload: payload}
 		replies[i].Node = name
-		if _, err := c.publish(ctx, &m.msgHead, payload, m); err != nil {
+		if _, _, err := c.publish(ctx, &m.msgHead, payload, m); err != nil {
 			replies[i].Err = err
 			m.resolve(err, nil)
 		}
@@ -60,7 +60,7 @@ func (c *Client) Broadcast(ctx context.Context, topic queue.Topic, group string,
 		if replies[i].Err != nil {
 			continue
 		}
-		if err := msgs[i].Get(ctx); err != nil {
+		if err := msgs[i].Wait(ctx, nil); err != nil {
 			replies[i].Err = err
 			continue
 		}

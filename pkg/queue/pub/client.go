@@ -151,7 +151,7 @@ type Client struct {
 	awaiting     atomic.Int64 // Publish calls in awaitNodes
 	waitingMsgs  atomic.Int64 // messages the last tick kept on the retry list for want of a node
 
-	reconnects, replaced, batches, sent, underReplicated atomic.Int64
+	reconnects, replaced, batches, sent, underReplicated, recycled atomic.Int64
 	lanes                                                atomic.Uint32 // publishers made, for their lanes
 	// underLogged is the underReplicated count last logged (by tick only).
 	underLogged int64
@@ -194,9 +194,9 @@ func (c *Client) errClosed(topic queue.Topic) error {
 // publish routes a message and queues it, waiting for room as Client
 // describes. m is the message, or nil to queue a new one made from h (see
 // node.enqueue); otherwise h is &m.msgHead. publish returns the queued
-// message, or nil and no error for a replica copy given up for lack of
-// nodes (see Client).
-func (c *Client) publish(ctx context.Context, h *msgHead, payload []byte, m *msg) (*msg, error) {
+// message and its outcome (see node.enqueue), or nil and no error for a
+// replica copy given up for lack of nodes (see Client).
+func (c *Client) publish(ctx context.Context, h *msgHead, payload []byte, m *msg) (*msg, *outcome, error) {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -206,14 +206,14 @@ func (c *Client) publish(ctx context.Context, h *msgHead, payload []byte, m *msg
 	var n *node
 	for {
 		if c.closed.Load() {
-			return nil, c.errClosed(h.topic)
+			return nil, nil, c.errClosed(h.topic)
 		}
 		t := c.place.Current()
 		var err error
 		if m != nil && m.rep() != nil {
 			n, err = c.routeCopy(t, c.nodesFor(t), m, nil)
 			if n == nil && err == nil {
-				return nil, nil
+				return nil, nil, nil
 			}
 		} else {
 			n, err = c.route(t, c.nodesFor(t), h)
@@ -222,14 +222,14 @@ func (c *Client) publish(ctx context.Context, h *msgHead, payload []byte, m *msg
 			if errors.Is(err, queue.ErrNoNodes) && c.awaitNodes(ctx, t, h.deadline) {
 				continue
 			}
-			return nil, err
+			return nil, nil, err
 		}
-		queued, room, err := n.enqueue(h, payload, m)
+		queued, out, room, err := n.enqueue(h, payload, m)
 		switch {
 		case err != nil:
-			return nil, err
+			return nil, nil, err
 		case queued != nil:
-			return queued, nil
+			return queued, out, nil
 		case room == nil:
 			continue // the node left the table meanwhile: route again
 		}
@@ -240,11 +240,11 @@ func (c *Client) publish(ctx context.Context, h *msgHead, payload []byte, m *msg
 		select {
 		case <-room:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("queue/pub: waiting for room to publish to %q on node %s: %w", h.topic, n.name, ctx.Err())
+			return nil, nil, fmt.Errorf("queue/pub: waiting for room to publish to %q on node %s: %w", h.topic, n.name, ctx.Err())
 		case <-c.closedCh:
-			return nil, c.errClosed(h.topic)
+			return nil, nil, c.errClosed(h.topic)
 		case <-timer.C:
-			return nil, fmt.Errorf("queue/pub: node %s holds %d bytes queued and in flight (limit %d); "+
+			return nil, nil, fmt.Errorf("queue/pub: node %s holds %d bytes queued and in flight (limit %d); "+
 				"gave up publishing to %q: %w", n.name, n.usedBytes(), c.cfg.MaxBytesPerNode, h.topic,
 				queue.ErrResourceExhausted)
 		}

@@ -133,17 +133,20 @@ func (n *node) resetConn(old *grpc.ClientConn) {
 // enqueue queues a message unless the node's budget is full (it returns
 // the channel that closes when room frees up) or the node left the table
 // (it returns neither: route again). The message is m, or if m is nil a
-// new one from the node's slab, copied from h; enqueue returns it.
-func (n *node) enqueue(h *msgHead, payload []byte, m *msg) (queued *msg, room <-chan struct{}, err error) {
+// new one from the node's lane, copied from h; enqueue returns it and, if
+// it became one of its batch's own, the batch's outcome for its future.
+// Both are taken under the lane's lock: once that is released the message
+// may be sent, acked and recycled before its publisher looks at it.
+func (n *node) enqueue(h *msgHead, payload []byte, m *msg) (queued *msg, out *outcome, room <-chan struct{}, err error) {
 	if !n.ensureStarted() {
-		return nil, nil, n.c.errClosed(h.topic)
+		return nil, nil, nil, n.c.errClosed(h.topic)
 	}
 	l, size := n.lane(h.pub), h.size()
 	for reclaimed := false; ; reclaimed = true {
 		l.mu.Lock()
 		if n.removed.Load() {
 			l.mu.Unlock()
-			return nil, nil, nil
+			return nil, nil, nil, nil
 		}
 		if l.credit >= size || n.reserve(l, size) {
 			l.credit -= size
@@ -157,9 +160,9 @@ func (n *node) enqueue(h *msgHead, payload []byte, m *msg) (queued *msg, room <-
 					m.x = h.x
 				}
 			}
-			n.push(l, m, payload, fresh)
+			out = n.push(l, m, payload, fresh)
 			l.mu.Unlock()
-			return m, nil, nil
+			return m, out, nil, nil
 		}
 		l.mu.Unlock()
 		if !reclaimed {
@@ -167,7 +170,7 @@ func (n *node) enqueue(h *msgHead, payload []byte, m *msg) (queued *msg, room <-
 			continue
 		}
 		if room := n.waitRoom(size); room != nil {
-			return nil, room, nil
+			return nil, nil, room, nil
 		}
 	}
 }

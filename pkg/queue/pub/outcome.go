@@ -8,8 +8,9 @@ import "sync/atomic"
 // nothing else can settle its messages: no message of it has been settled
 // or moved (that makes the batch dirty), and a message that later leaves
 // a batch only does so from a dirty or discarded one, whose outcome is
-// never set. A message's own state, once done, takes precedence (see
-// msg.result).
+// never set. So an acked outcome is the final word on its messages, and
+// once it is, the messages themselves may be reused (see lane.recycle):
+// their futures hold the outcome as well as the message (see msg.result).
 type outcome struct {
 	acked atomic.Bool
 	wait  atomic.Pointer[chan struct{}] // made only when a Get has to wait
@@ -29,26 +30,27 @@ func (b *batch) ack() {
 	}
 }
 
-// own makes fresh message m one of b's own, if b is still clean, or
-// marks b dirty.
-func (b *batch) own(m *msg) {
+// own makes fresh message m one of b's own, if b is still clean, and
+// returns b's outcome; else it marks b dirty and returns nil. The outcome
+// goes into m's future only, never into m: m may be recycled once the
+// outcome is acked, while its future lives on.
+func (b *batch) own(m *msg) *outcome {
 	if b.dirty {
-		return
+		return nil
 	}
 	for i := range b.npub {
 		if b.pubs[i] == m.pub {
 			b.count[i]++
-			m.out = b.out
-			return
+			return b.out
 		}
 	}
 	if b.npub == len(b.pubs) {
 		b.dirty = true
-		return
+		return nil
 	}
 	b.pubs[b.npub], b.count[b.npub] = m.pub, 1
 	b.npub++
-	m.out = b.out
+	return b.out
 }
 
 // detach stores each unresolved message's payload in the message as the

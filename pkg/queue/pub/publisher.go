@@ -22,11 +22,8 @@ type msg struct {
 	// step (ack, failure, deadline sweep, shutdown) writes err and reply.
 	// Lock-free because a message may be settled on the ack path.
 	state atomic.Uint32
-	err   *error                        // nil for success; a pointer keeps msg at 64 bytes
+	err   atomic.Pointer[error]         // nil for success; a pointer keeps msg at 64 bytes
 	wait  atomic.Pointer[chan struct{}] // made only when a Get has to wait
-	// out is the outcome of the batch m was first queued in as one of its
-	// own (see batch.own), or nil. Set before m is handed out, then fixed.
-	out *outcome
 }
 
 // msgHead is what routing and queueing read of a message. Publish builds
@@ -136,7 +133,7 @@ func (m *msg) settle(err error, reply []byte) bool {
 			return false
 		}
 		if err != nil {
-			m.err = &err
+			m.err.Store(&err)
 		}
 		if m.pinned() {
 			m.x.reply = reply
@@ -171,18 +168,27 @@ func (m *msg) finished(err error) {
 	}
 }
 
-// result returns m's outcome, if it has one yet. m's own state, once
-// done, is final; else an acked batch outcome means acked. Nothing settles
-// m on its own after its outcome is acked (see outcome), so a second look
-// at the state then settles a race with a settle that came before the ack.
-func (m *msg) result() (err error, ok bool) {
-	if m.state.Load() == done {
-		return m.failure(), true
+// result returns m's outcome, if it has one yet; o is the outcome of the
+// batch m was queued in as one of its own, from m's future, or nil.
+//
+// An acked o means acked, and is checked first and last: once o is acked
+// nothing settles m on its own (see outcome), and the queue may recycle m
+// for a new message (see lane.recycle). Only in between may m's state be
+// a new message's; a second look at o tells. A message's own state is
+// read only through atomics or after one, so a reader of a recycled m
+// races with no write.
+func (m *msg) result(o *outcome) (err error, ok bool) {
+	if o != nil && o.acked.Load() {
+		return nil, true
 	}
-	if o := m.out; o != nil && o.acked.Load() {
-		if m.state.Load() == done {
-			return m.failure(), true
+	if m.state.Load() == done {
+		err := m.failure()
+		if o != nil && o.acked.Load() {
+			return nil, true // m is a recycled message now
 		}
+		return err, true
+	}
+	if o != nil && o.acked.Load() {
 		return nil, true
 	}
 	return nil, false
@@ -190,16 +196,18 @@ func (m *msg) result() (err error, ok bool) {
 
 // failure is the error a done m settled with, or nil.
 func (m *msg) failure() error {
-	if m.err == nil {
-		return nil
+	if e := m.err.Load(); e != nil {
+		return *e
 	}
-	return *m.err
+	return nil
 }
 
-// Get implements queue.Future. The fast path is two atomic loads; only a
-// caller that must wait allocates a channel.
-func (m *msg) Get(ctx context.Context) error {
-	if err, ok := m.result(); ok {
+// Wait implements queue.Waiter; arg is m's outcome (see result). The
+// fast path is an atomic load or two; only a caller that must wait
+// allocates a channel.
+func (m *msg) Wait(ctx context.Context, arg any) error {
+	o, _ := arg.(*outcome)
+	if err, ok := m.result(o); ok {
 		return err
 	}
 	ch := make(chan struct{})
@@ -207,22 +215,23 @@ func (m *msg) Get(ctx context.Context) error {
 		ch = *m.wait.Load() // another Get is waiting: share its channel
 	}
 	var och chan struct{} // closed when m's batch outcome is acked
-	if o := m.out; o != nil {
+	if o != nil {
 		och = make(chan struct{})
 		if !o.wait.CompareAndSwap(nil, &och) {
 			och = *o.wait.Load()
 		}
 	}
-	if err, ok := m.result(); ok {
+	if err, ok := m.result(o); ok {
 		return err
 	}
 	select {
 	case <-ch:
 	case <-och:
 	case <-ctx.Done():
-		return fmt.Errorf("queue/pub: waiting for the ack of a %q message: %w", m.topic, ctx.Err())
+		// Not m.topic: m may be recycled by now.
+		return fmt.Errorf("queue/pub: waiting for the ack of a message: %w", ctx.Err())
 	}
-	err, _ := m.result()
+	err, _ := m.result(o)
 	return err
 }
 
@@ -310,11 +319,11 @@ func (p *publisher) finish(k int64) {
 func (p *publisher) Publish(ctx context.Context, topic queue.Topic, qm queue.Message) (queue.Future, error) {
 	if p.state.Add(1)&closedBit != 0 {
 		p.finish(1)
-		return nil, fmt.Errorf("queue/pub: publish to %q: publisher %w", topic, queue.ErrClosed)
+		return queue.Future{}, fmt.Errorf("queue/pub: publish to %q: publisher %w", topic, queue.ErrClosed)
 	}
 	if uint64(len(qm.Payload)) > math.MaxUint32 { // msgHead.plen; far over any batch cap anyway
 		p.finish(1)
-		return nil, fmt.Errorf("queue/pub: publish to %q: %d byte payload: %w", topic, len(qm.Payload), queue.ErrInvalidMessage)
+		return queue.Future{}, fmt.Errorf("queue/pub: publish to %q: %d byte payload: %w", topic, len(qm.Payload), queue.ErrInvalidMessage)
 	}
 	h := msgHead{
 		msgKey: p.key(topic, qm.Group), shard: qm.Shard, plen: uint32(len(qm.Payload)),
@@ -323,12 +332,12 @@ func (p *publisher) Publish(ctx context.Context, topic queue.Topic, qm queue.Mes
 	if p.replicated(qm.Group) {
 		return p.c.publishCopies(ctx, h, qm.Payload)
 	}
-	m, err := p.c.publish(ctx, &h, qm.Payload, nil)
+	m, o, err := p.c.publish(ctx, &h, qm.Payload, nil)
 	if err != nil {
 		p.finish(1) // nothing was queued and no future handed out
-		return nil, err
+		return queue.Future{}, err
 	}
-	return m, nil
+	return queue.NewFuture(m, o), nil
 }
 
 // Close waits until every message this publisher accepted is acked or

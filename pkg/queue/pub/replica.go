@@ -82,7 +82,7 @@ func (c *Client) publishCopies(ctx context.Context, tmpl msgHead, payload []byte
 	ns, err := t.Nodes(tmpl.group, tmpl.shard)
 	if err != nil {
 		p.finish(1)
-		return nil, routeErr(&tmpl, err)
+		return queue.Future{}, routeErr(&tmpl, err)
 	}
 	parent := &msg{msgHead: tmpl}
 	r := &replicas{parent: parent, left: len(ns), copies: make([]*msg, len(ns)), holders: make([]string, len(ns))}
@@ -98,15 +98,15 @@ func (c *Client) publishCopies(ctx context.Context, tmpl msgHead, payload []byte
 		c.underReplicated.Add(int64(int(g.Replicas) + 1 - len(ns)))
 	}
 	for i, cp := range r.copies {
-		if _, err := c.publish(ctx, &cp.msgHead, payload, cp); err != nil {
+		if _, _, err := c.publish(ctx, &cp.msgHead, payload, cp); err != nil {
 			for _, rest := range r.copies[i:] {
 				rest.settle(err, nil) // never queued: nothing to account for
 			}
 			parent.resolve(err, nil)
-			return nil, err
+			return queue.Future{}, err
 		}
 	}
-	return parent, nil
+	return queue.NewFuture(parent, nil), nil
 }
 
 // routeCopy picks the node for copy m: the node it was placed on, unless

@@ -39,6 +39,10 @@ type Stats struct {
 	// RetryBudget ago), and WaitingMessages the messages taken off departed
 	// nodes that the last tick kept for the same reason.
 	AwaitingNodes, WaitingMessages int64
+	// MessagesRecycled counts messages whose bookkeeping was taken back
+	// for new ones after their batch was acked whole (see lane.recycle);
+	// most are, on a healthy node.
+	MessagesRecycled int64
 }
 
 // Stats returns the current counters and gauges. It takes a lock per
@@ -47,7 +51,7 @@ func (c *Client) Stats() Stats {
 	st := Stats{
 		Reconnects: c.reconnects.Load(), Replaced: c.replaced.Load(),
 		BatchesSent: c.batches.Load(), MessagesSent: c.sent.Load(), UnderReplicated: c.underReplicated.Load(),
-		AwaitingNodes: c.awaiting.Load(), WaitingMessages: c.waitingMsgs.Load(),
+		AwaitingNodes: c.awaiting.Load(), WaitingMessages: c.waitingMsgs.Load(), MessagesRecycled: c.recycled.Load(),
 	}
 	c.mu.Lock()
 	for n := range c.all {

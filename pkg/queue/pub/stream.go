@@ -262,6 +262,9 @@ func (s *stream) onAck(ack *clusterv1.Ack) error {
 		// Every message is the batch's own and on time: settle them at once.
 		b.ack()
 		n.release(b.bytes)
+		if b.lane != nil {
+			b.lane.recycle(b, &n.c.recycled)
+		}
 		putAckedBatch(b)
 		return nil
 	case ok:
