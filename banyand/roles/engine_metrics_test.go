@@ -44,7 +44,7 @@ func TestEngineMetricsFollowTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Write([]tsdb.Write{{Kind: tsdb.KindStream, Group: "g", Name: "n", SeriesKey: []byte("s"), Value: []byte("v")}}); err != nil {
+	if err := db.Write(context.Background(), []tsdb.Write{{Kind: tsdb.KindStream, Group: "g", Name: "n", SeriesKey: []byte("s"), Value: []byte("v")}}); err != nil {
 		t.Fatal(err)
 	}
 	got := gatherEngine(t, reg)

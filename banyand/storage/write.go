@@ -68,7 +68,7 @@ func (s *Store) write(ctx context.Context, msgs [][]byte, decode func([]byte, *n
 	if err == nil {
 		db, derr := s.DB()
 		if err = derr; err == nil {
-			err = mapClosed(db.Write(ws))
+			err = mapClosed(db.Write(ctx, ws))
 		}
 	}
 	if err != nil {

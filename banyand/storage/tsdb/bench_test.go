@@ -1,6 +1,7 @@
 package tsdb
 
 import (
+	"context"
 	"fmt"
 	"testing"
 )
@@ -25,7 +26,7 @@ func BenchmarkWrite(b *testing.B) {
 				}
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					if err := db.Write(batches[i%len(batches)]); err != nil {
+					if err := db.Write(context.Background(), batches[i%len(batches)]); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -55,7 +56,7 @@ func BenchmarkWriteInterleaved(b *testing.B) {
 				Timestamp: int64(seq / series), ElementID: "e" + fmt.Sprint(seq), Value: value}
 			seq++
 		}
-		if err := db.Write(batch); err != nil {
+		if err := db.Write(context.Background(), batch); err != nil {
 			b.Fatal(err)
 		}
 	}

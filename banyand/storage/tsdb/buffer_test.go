@@ -60,7 +60,7 @@ func payloads(items []Item) []string {
 
 func write(t testing.TB, db *DB, ws ...Write) {
 	t.Helper()
-	if err := db.Write(ws); err != nil {
+	if err := db.Write(context.Background(), ws); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -272,7 +272,7 @@ func TestConcurrentWritesFlushesAndScans(t *testing.T) {
 				for i := range ws {
 					ws[i] = streamWrite(fmt.Sprintf("s%d", i%7), int64(b*perBatch+i), fmt.Sprintf("%d-%d-%d", w, b, i), value)
 				}
-				if err := db.Write(ws); err != nil {
+				if err := db.Write(context.Background(), ws); err != nil {
 					errs <- err
 					return
 				}
@@ -393,7 +393,7 @@ func TestScanKeepsRecordsAcrossFlush(t *testing.T) {
 					for i := range 2000 {
 						more = append(more, streamWrite("other", int64(round*2000+i), fmt.Sprint(i), strings.Repeat("#", 240)))
 					}
-					if err := db.Write(more); err != nil {
+					if err := db.Write(context.Background(), more); err != nil {
 						return err
 					}
 				}
@@ -410,5 +410,66 @@ func TestScanKeepsRecordsAcrossFlush(t *testing.T) {
 	}
 	if seen != 2000 {
 		t.Errorf("scan saw %d elements, want 2000", seen)
+	}
+}
+
+// A writer waiting for room behind a flush that keeps failing gives up at
+// its context's deadline, writes nothing, and loses nothing already
+// acked; once the flush can run again, writes go through.
+func TestWaitForRoomHonoursContext(t *testing.T) {
+	db := openDB(t, t.TempDir(), Options{BufferBytes: 64 << 10, NoSync: true})
+	// A file where the flush writes its tables: every flush fails, as on a
+	// full or broken disk.
+	if err := os.RemoveAll(db.ingestDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(db.ingestDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	value := strings.Repeat("v", 200)
+	acked := 0
+	var gaveUp error
+	for b := 0; b < 200 && gaveUp == nil; b++ {
+		ws := make([]Write, 50)
+		for i := range ws {
+			ws[i] = streamWrite("s", int64(b*50+i), fmt.Sprint(b*50+i), value)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		err := db.Write(ctx, ws)
+		cancel()
+		switch {
+		case err == nil:
+			acked += len(ws)
+		case errors.Is(err, context.DeadlineExceeded):
+			gaveUp = err
+		default:
+			t.Fatalf("batch %d: %v", b, err)
+		}
+	}
+	if gaveUp == nil {
+		t.Fatalf("%d writes acked into a 64 KB buffer that cannot flush; want a writer to give up", acked)
+	}
+	if !strings.Contains(gaveUp.Error(), "room in the write buffer") {
+		t.Errorf("error does not say what it waited for: %v", gaveUp)
+	}
+	if got := len(scanAll(t, db, KindStream, "g", "n", nil)); got != acked {
+		t.Fatalf("read %d records with the flush failing, want the %d acked", got, acked)
+	}
+
+	// The disk is back: the flusher's retry empties the buffer and a
+	// writer that waits gets in.
+	if err := os.Remove(db.ingestDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(db.ingestDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := db.Write(ctx, []Write{streamWrite("s", 1<<40, "late", value)}); err != nil {
+		t.Fatalf("write after the flush recovered: %v", err)
+	}
+	if got := len(scanAll(t, db, KindStream, "g", "n", nil)); got != acked+1 {
+		t.Errorf("read %d records after recovery, want %d", got, acked+1)
 	}
 }

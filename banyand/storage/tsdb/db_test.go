@@ -137,10 +137,10 @@ func TestWriteScanAndSeriesIsolation(t *testing.T) {
 		Write{Kind: KindStream, Group: "g", Name: "n2", SeriesKey: []byte("series-0"), Timestamp: 0, ElementID: "x", Value: []byte("x")},
 		Write{Kind: KindStream, Group: "g2", Name: "n", SeriesKey: []byte("series-0"), Timestamp: 0, ElementID: "y", Value: []byte("y")},
 	)
-	if err := db.Write(ws); err != nil {
+	if err := db.Write(context.Background(), ws); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Write(ws); err != nil { // idempotent
+	if err := db.Write(context.Background(), ws); err != nil { // idempotent
 		t.Fatal(err)
 	}
 	if got := scanAll(t, db, KindStream, "g", "n", nil); len(got) != 20 {
@@ -164,7 +164,7 @@ func TestWriteScanAndSeriesIsolation(t *testing.T) {
 
 func TestInvalidWriteFailsBatch(t *testing.T) {
 	db := openDB(t, t.TempDir(), Options{})
-	err := db.Write([]Write{
+	err := db.Write(context.Background(), []Write{
 		{Kind: KindStream, Group: "g", Name: "n", SeriesKey: []byte("s"), Value: []byte("v")},
 		{Kind: KindStream, Group: "g", Name: "n", Value: []byte("v")},
 	})
@@ -210,7 +210,7 @@ func TestCloseWaitsForInFlight(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "1 operations still in flight") {
 		t.Fatalf("close with an operation in flight: %v", err)
 	}
-	if err := db.Write([]Write{{Kind: KindStream, Group: "g", Name: "n", SeriesKey: []byte("s")}}); !errors.Is(err, ErrClosed) {
+	if err := db.Write(context.Background(), []Write{{Kind: KindStream, Group: "g", Name: "n", SeriesKey: []byte("s")}}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("write while closing: %v, want ErrClosed", err)
 	}
 	select {
@@ -241,7 +241,7 @@ func TestDropExpiredAndReopen(t *testing.T) {
 			ws = append(ws, Write{Kind: KindMeasure, Group: g, Name: "m", SeriesKey: []byte("s"), Timestamp: ts, Value: []byte("v")})
 		}
 	}
-	if err := db.Write(ws); err != nil {
+	if err := db.Write(context.Background(), ws); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Unix(0, 32*h)

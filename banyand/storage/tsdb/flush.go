@@ -284,7 +284,7 @@ func (p *flushPacer) wrote(n int64) {
 // waitForRoom holds a writer back while the buffer is full and the flush
 // that would empty it is still running, so memory stays bounded at about
 // twice the buffer size. It counts as a write stall.
-func (db *DB) waitForRoom() error {
+func (db *DB) waitForRoom(ctx context.Context) error {
 	for {
 		db.bufMu.RLock()
 		size, flushing := db.mem.size(), db.imm != nil
@@ -310,6 +310,9 @@ func (db *DB) waitForRoom() error {
 		case <-db.stopFlusher:
 			db.stalls.leave()
 			return ErrClosed
+		case <-ctx.Done():
+			db.stalls.leave()
+			return fmt.Errorf("tsdb: gave up waiting for room in the write buffer (a flush is behind or failing): %w", ctx.Err())
 		}
 		db.stalls.leave()
 	}

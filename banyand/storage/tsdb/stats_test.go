@@ -22,7 +22,7 @@ func TestEngineStatsAfterFlush(t *testing.T) {
 			ws[i] = Write{Kind: KindStream, Group: "g", Name: "n", SeriesKey: fmt.Appendf(nil, "s%d", i%7),
 				Timestamp: int64(batch*100 + i), ElementID: fmt.Sprint(i), Value: value}
 		}
-		if err := db.Write(ws); err != nil {
+		if err := db.Write(context.Background(), ws); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,6 +1,7 @@
 package tsdb
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -51,7 +52,13 @@ func (w *Write) Validate() error {
 // timestamp, element id; measure: group, name, series, timestamp)
 // replaces the earlier one; for measures the higher version wins (see
 // measureMerger).
-func (db *DB) Write(ws []Write) error {
+//
+// ctx bounds only the wait for room in the write buffer (a flush that
+// cannot keep up or keeps failing): past it, Write returns ctx's error
+// and writes nothing. Once the batch is in the log, Write waits for it to
+// be durable whatever ctx says, so that it never reports a failure for a
+// batch a restart would replay.
+func (db *DB) Write(ctx context.Context, ws []Write) error {
 	if len(ws) == 0 {
 		return nil
 	}
@@ -65,7 +72,7 @@ func (db *DB) Write(ws []Write) error {
 	}
 	defer db.release()
 	// Before the retention lock: a flush needs it to make room.
-	if err := db.waitForRoom(); err != nil {
+	if err := db.waitForRoom(ctx); err != nil {
 		return err
 	}
 

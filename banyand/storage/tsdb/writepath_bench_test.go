@@ -1,6 +1,7 @@
 package tsdb
 
 import (
+	"context"
 	"fmt"
 	"syscall"
 	"testing"
@@ -51,7 +52,7 @@ func BenchmarkWritePath(b *testing.B) {
 		cpu0 := processCPU(b)
 		for range b.N {
 			gen(batch, &seq)
-			if err := db.Write(batch); err != nil {
+			if err := db.Write(context.Background(), batch); err != nil {
 				b.Fatal(err)
 			}
 		}
