@@ -67,7 +67,7 @@ func publishLoop(b *testing.B, c *pub.Client, sh uint32, payload []byte, next fu
 	for next() {
 		slot := &ring[i%benchWindow]
 		if !slot.IsZero() {
-			if err := (*slot).Get(ctx); err != nil {
+			if err := slot.Get(ctx); err != nil {
 				b.Error(err)
 				return
 			}

@@ -38,9 +38,9 @@ func (p published) check(ctx context.Context) error {
 	err := p.f.Get(ctx)
 	switch {
 	case p.bad && !errors.Is(err, queue.ErrInvalidMessage):
-		return fmt.Errorf("refused message %s: future says %v, want ErrInvalidMessage", p.id, err)
+		return fmt.Errorf("refused message %s: future says %w, want ErrInvalidMessage", p.id, err)
 	case !p.bad && err != nil:
-		return fmt.Errorf("acked message %s: future says %v", p.id, err)
+		return fmt.Errorf("acked message %s: future says %w", p.id, err)
 	}
 	return nil
 }
