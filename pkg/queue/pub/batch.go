@@ -56,8 +56,9 @@ func putBatch(b *batch) {
 
 // putAckedBatch is putBatch for a batch settled by ack. Its message list
 // is usually an empty one from lane.recycle; if the lane had no room for
-// the messages, it leaves their pointers for the next user to overwrite: clearing a thousand
-// pointers to messages costs a write barrier each while the GC marks, and
+// the messages, it leaves their pointers for the next user to overwrite:
+// clearing a thousand pointers to messages costs a write barrier each
+// while the GC marks, and
 // they keep nothing but the messages' own small structs alive (a batch's
 // own messages never carry a payload or error of their own), for as long
 // as the pool keeps the batch.
@@ -201,9 +202,12 @@ type lane struct {
 	_         [64]byte // keeps lanes off each other's cache lines
 }
 
-// maxSpareMsgs bounds the recycled messages a lane keeps: about two
-// full batches' worth, enough for a steady stream of acks to feed
-// Publish, while a burst's leftovers go to the GC.
+// maxSpareMsgs bounds the recycled messages a lane keeps (at 56 bytes a
+// message, under half a MB): a full window of default-sized batches, so
+// that one publisher keeping that many messages outstanding, as the
+// liaison's client streams and BenchmarkPublish do, reuses them all
+// (2,048 left a third of them to the GC), while a burst's leftovers
+// beyond it go to the GC.
 const maxSpareMsgs = 8192
 
 // lane returns the lane for p's messages; lane 0 takes re-placed ones.
