@@ -206,7 +206,7 @@ type lane struct {
 // message, under half a MB): a full window of default-sized batches, so
 // that one publisher keeping that many messages outstanding, as the
 // liaison's client streams and BenchmarkPublish do, reuses them all
-// (2,048 left a third of them to the GC), while a burst's leftovers
+// (with 2,048, over half were still new), while a burst's leftovers
 // beyond it go to the GC.
 const maxSpareMsgs = 8192
 
