@@ -452,6 +452,11 @@ func TestWaitForRoomHonoursContext(t *testing.T) {
 	if !strings.Contains(gaveUp.Error(), "room in the write buffer") {
 		t.Errorf("error does not say what it waited for: %v", gaveUp)
 	}
+	// The wait is a write stall on the engine's metrics, as long as the
+	// writer waited.
+	if st := db.EngineStats(); st.WriteStalls < 1 || st.WriteStallTime < 250*time.Millisecond {
+		t.Errorf("write stalls %d lasting %v after a writer waited 300ms for room", st.WriteStalls, st.WriteStallTime)
+	}
 	if got := len(scanAll(t, db, KindStream, "g", "n", nil)); got != acked {
 		t.Fatalf("read %d records with the flush failing, want the %d acked", got, acked)
 	}
