@@ -8,7 +8,8 @@
 # It builds bin/banyand, starts the servers with fresh data directories,
 # runs `banyand bench --target ... --json` RUNS times (default 3) against
 # them and prints each run and the min/median/max of acked writes/s and of
-# the p99 ack latency. Extra flags go to `banyand bench` (e.g. --kind
+# the p99 ack latency, and the CPU the banyand servers spent a write (from
+# their /metrics, over the write phase). Extra flags go to `banyand bench` (e.g. --kind
 # measure, --count 400000, --rate 50000). Needs jq; cluster mode needs
 # etcd on PATH (Debian: apt-get install etcd-server). The servers run with
 # --pprof: their HTTP addresses are printed, so a profile or trace of a
@@ -62,10 +63,12 @@ start() { # start NAME ARGS...: runs a process in the background, logging to $wo
 }
 
 client=127.0.0.1:$(free_port)
+metrics=() # the banyand servers' /metrics, for their CPU a write
 if [[ $mode == standalone ]]; then
   http=127.0.0.1:$(free_port)
   start standalone bin/banyand standalone --grpc-addr "$client" --http-addr "$http" --pprof --data-path "$work/standalone"
   wait_ready "$http"
+  metrics+=("http://$http/metrics")
 else
   etcd_client=http://127.0.0.1:$(free_port)
   etcd_peer=http://127.0.0.1:$(free_port)
@@ -76,15 +79,17 @@ else
     start "storage-$i" bin/banyand storage --node-name "data-$i" --grpc-addr "127.0.0.1:$(free_port)" \
       --http-addr "$http" --pprof --data-path "$work/storage-$i" --etcd-endpoints "$etcd_client"
     wait_ready "$http"
+    metrics+=("http://$http/metrics")
   done
   http=127.0.0.1:$(free_port)
   start liaison bin/banyand liaison --grpc-addr "$client" --http-addr "$http" --pprof --etcd-endpoints "$etcd_client"
   wait_ready "$http"
+  metrics+=("http://$http/metrics")
 fi
 
 results=()
 for run in $(seq "$RUNS"); do
-  out=$(bin/banyand bench --target "$client" --json "$@" 2>"$work/bench-$run.log") || {
+  out=$(bin/banyand bench --target "$client" --json --server-metrics "$(IFS=,; echo "${metrics[*]}")" "$@" 2>"$work/bench-$run.log") || {
     echo "run $run failed:" >&2
     cat "$work/bench-$run.log" >&2
     echo "$out" >&2
@@ -92,10 +97,11 @@ for run in $(seq "$RUNS"); do
   }
   results+=("$out")
   echo "$out" | jq -r --arg run "$run" \
-    '"run \($run): \(.acked)/\(.sent) acked, \(.acked_per_sec|floor) writes/s, p50 \(.ack_latency_ms.p50) ms, p99 \(.ack_latency_ms.p99) ms, errors \(.error_count), verify \(.verify.readable // "off")/\(.verify.checked // "-")"'
+    '"run \($run): \(.acked)/\(.sent) acked, \(.acked_per_sec|floor) writes/s, p50 \(.ack_latency_ms.p50) ms, p99 \(.ack_latency_ms.p99) ms, errors \(.error_count), verify \(.verify.readable // "off")/\(.verify.checked // "-"), cpu µs a write: servers \(.cpu[1:] | map(.us_per_write) | add | . * 10 | round / 10) + load tool \(.cpu[0].us_per_write * 10 | round / 10)"'
 done
 printf '%s\n' "${results[@]}" | jq -s -r --arg mode "$mode" '
   def stats(f; r): (map(f | r) | sort) as $v | "min \($v[0])  median \($v[(($v|length)-1)/2|floor])  max \($v[-1])";
   "\($mode), \(length) runs, \(.[0].kind), \(.[0].streams) streams, \(.[0].entities) entities, \(.[0].payload_bytes)-byte payload:",
   "  acked writes/s  " + stats(.acked_per_sec; floor),
-  "  p99 ack ms      " + stats(.ack_latency_ms.p99; . * 10 | round / 10)'
+  "  p99 ack ms      " + stats(.ack_latency_ms.p99; . * 10 | round / 10),
+  "  server cpu µs a write (all banyand processes, write phase) " + stats(.cpu[1:] | map(.us_per_write) | add; . * 10 | round / 10)'

@@ -102,7 +102,20 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Report, erro
 	if err != nil {
 		return Report{}, err
 	}
+	cpu := newCPUSampler(cfg)
+	if err := cpu.begin(ctx); err != nil {
+		if len(cfg.ServerMetrics) > 0 {
+			return Report{}, err
+		}
+		fmt.Fprintln(progress, "bench: no CPU figures:", err)
+		cpu = nil
+	}
 	acked := writePhase(ctx, cfg, w, &rep, progress)
+	if cpu != nil {
+		if rep.CPU, err = cpu.end(ctx, rep.Acked); err != nil {
+			fmt.Fprintln(progress, "bench: no CPU figures:", err)
+		}
+	}
 	if err := stopProfiles(); err != nil {
 		fmt.Fprintln(progress, "bench: writing profiles:", err)
 	}

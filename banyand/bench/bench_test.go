@@ -40,7 +40,7 @@ func checkClean(t *testing.T, rep Report, err error, count uint64) {
 }
 
 func TestRunAgainstStandalone(t *testing.T) {
-	addr := startTestStandalone(t)
+	addr, httpAddr := startTestStandalone(t)
 	for _, kind := range []string{KindStream, KindMeasure} {
 		t.Run(kind, func(t *testing.T) {
 			// Few entities and a small in-flight window exercise paging
@@ -53,18 +53,29 @@ func TestRunAgainstStandalone(t *testing.T) {
 			if !strings.Contains(out.String(), "result          OK") {
 				t.Fatalf("report does not say OK:\n%s", out.String())
 			}
+			if len(rep.CPU) != 1 || rep.CPU[0].Process != "load tool" || rep.CPU[0].Seconds <= 0 || rep.CPU[0].MicrosPerWrite <= 0 {
+				t.Fatalf("CPU without --server-metrics = %+v, want the load tool's, above 0", rep.CPU)
+			}
 			// A second run into the same, now existing, schema stays exact:
 			// the earlier run's data is not mistaken for this one's.
-			cfg = parseConfig(t, "--target", addr, "--kind", kind, "--count", "500", "--entities", "7", "--json")
+			// With the server's /metrics (here the same process: the
+			// server's count includes the tool's, so it is at least as big).
+			metrics := "http://" + httpAddr + "/metrics"
+			cfg = parseConfig(t, "--target", addr, "--kind", kind, "--count", "4000", "--entities", "7", "--json",
+				"--server-metrics", metrics)
 			out = syncBuffer{}
 			rep, err = Run(runCtx(t), cfg, &out, testWriter{t})
-			checkClean(t, rep, err, 500)
+			checkClean(t, rep, err, 4000)
 			var decoded Report
 			if err := json.Unmarshal([]byte(out.String()), &decoded); err != nil {
 				t.Fatalf("--json output is not one JSON object: %v\n%s", err, out.String())
 			}
-			if decoded.Acked != 500 || decoded.Verify.Readable != 500 {
+			if decoded.Acked != 4000 || decoded.Verify.Readable != 4000 {
 				t.Fatalf("JSON report = %+v", decoded)
+			}
+			if c := decoded.CPU; len(c) != 2 || c[1].Process != metrics || c[1].Seconds <= 0 ||
+				c[1].Seconds < c[0].Seconds-0.05 || c[1].MicrosPerWrite != c[1].Seconds*1e6/4000 {
+				t.Fatalf("JSON report's CPU = %+v, want the tool's and the server's", c)
 			}
 		})
 	}
@@ -86,7 +97,7 @@ func TestRunClusterFlag(t *testing.T) {
 }
 
 func TestRunDurationBounded(t *testing.T) {
-	addr := startTestStandalone(t)
+	addr, _ := startTestStandalone(t)
 	cfg := parseConfig(t, "--target", addr, "--duration", "300ms", "--rate", "2000", "--verify")
 	rep, err := Run(runCtx(t), cfg, nil, testWriter{t})
 	if err != nil {
@@ -127,6 +138,9 @@ func TestValidate(t *testing.T) {
 		{[]string{"--standalone", "--connect-timeout", "0s"}, "--connect-timeout"},
 		{[]string{"--standalone", "--timeout", "-1s"}, "--timeout"},
 		{[]string{"--standalone", "--stall-timeout", "0s"}, "--stall-timeout"},
+		{[]string{"--standalone", "--server-metrics", "http://127.0.0.1:9/metrics,https://h/metrics"}, ""},
+		{[]string{"--standalone", "--server-metrics", "127.0.0.1:9/metrics"}, `--server-metrics "127.0.0.1:9/metrics"`},
+		{[]string{"--standalone", "--server-metrics", "ftp://h/metrics"}, `--server-metrics "ftp://h/metrics"`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			cfg := parseConfig(t, tc.args...)
@@ -142,6 +156,32 @@ func TestValidate(t *testing.T) {
 	// Run refuses a bad config before touching the network.
 	if _, err := Run(context.Background(), parseConfig(t, "--standalone", "--streams", "0"), nil, nil); err == nil {
 		t.Fatal("Run accepted --streams 0")
+	}
+}
+
+// A --server-metrics URL that does not serve a process CPU counter fails
+// the run before it writes, saying which URL and why.
+func TestServerMetricsUnreadable(t *testing.T) {
+	addr, httpAddr := startTestStandalone(t)
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadURL := "http://" + dead.Addr().String() + "/metrics"
+	_ = dead.Close()
+	for _, tc := range []struct{ url, want string }{
+		{deadURL, "connect"},
+		{"http://" + httpAddr + "/healthz", "not Prometheus text"},
+		{"http://" + httpAddr + "/nothing-here", "HTTP 404"},
+	} {
+		cfg := parseConfig(t, "--target", addr, "--count", "100", "--server-metrics", tc.url)
+		rep, err := Run(runCtx(t), cfg, nil, testWriter{t})
+		if err == nil || !strings.Contains(err.Error(), tc.url) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--server-metrics %s: error %v, want one naming the URL and %q", tc.url, err, tc.want)
+		}
+		if rep.Sent != 0 {
+			t.Errorf("--server-metrics %s: %d writes sent before the check", tc.url, rep.Sent)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -81,6 +82,9 @@ type Config struct {
 	Timeout        time.Duration // 0: derived from count/duration
 	StallTimeout   time.Duration
 
+	// ServerMetrics are /metrics URLs whose process CPU the report shows.
+	ServerMetrics []string
+
 	// Profiles of the write phase, for finding what bounds throughput.
 	Profiles Profiles
 }
@@ -112,6 +116,8 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", DefaultConnect, "how long to wait for the target to accept a connection and answer the first call")
 	fs.DurationVar(&c.Timeout, "timeout", 0, "bound on the whole write phase; 0 derives it: duration (or count at --rate, or at 1000 msg/s) plus 1m")
 	fs.DurationVar(&c.StallTimeout, "stall-timeout", DefaultStall, "give up when no response arrives for this long while messages are outstanding")
+	fs.StringSliceVar(&c.ServerMetrics, "server-metrics", nil, "Prometheus /metrics URLs of the servers under load (banyand's --http-addr), comma-separated or repeated, e.g. http://127.0.0.1:17913/metrics: "+
+		"the report adds each one's process CPU over the write phase, per acked write, next to the load tool's own")
 	c.Profiles.registerFlags(fs)
 }
 
@@ -134,6 +140,11 @@ func (c *Config) Validate() error {
 	}
 	if c.KeepData && !inProcess {
 		bad("--keep-data needs --standalone or --cluster")
+	}
+	for _, m := range c.ServerMetrics {
+		if u, err := url.Parse(m); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("--server-metrics %q: want an http(s) URL such as http://127.0.0.1:17913/metrics", m)
+		}
 	}
 	if c.Kind != KindStream && c.Kind != KindMeasure {
 		bad("--kind %q: want stream or measure", c.Kind)

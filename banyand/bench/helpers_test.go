@@ -59,13 +59,14 @@ func parseConfig(t *testing.T, args ...string) Config {
 }
 
 // startTestStandalone runs roles.Standalone in process on 127.0.0.1:0, as
-// test/harness_test.go does, and returns its client address. It stops at
-// cleanup.
-func startTestStandalone(t *testing.T) string {
+// test/harness_test.go does, and returns its client address and the
+// address of its HTTP server (/metrics). It stops at cleanup.
+func startTestStandalone(t *testing.T) (addr, httpAddr string) {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var sa roles.Standalone
 	sa.SetDefaults("127.0.0.1:0", t.TempDir())
+	sa.HTTPAddr = "127.0.0.1:0"
 	if err := sa.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func startTestStandalone(t *testing.T) string {
 		}
 	})
 	deadline := time.Now().Add(30 * time.Second)
-	for sa.ClientAddr() == "" {
+	for sa.ClientAddr() == "" || sa.HTTPBoundAddr() == "" {
 		select {
 		case err := <-done:
 			done <- err
@@ -99,7 +100,7 @@ func startTestStandalone(t *testing.T) string {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return sa.ClientAddr()
+	return sa.ClientAddr(), sa.HTTPBoundAddr()
 }
 
 // fakeStreams is a StreamService whose Write answers each message with

@@ -55,6 +55,9 @@ type Report struct {
 	AckedPerSec   float64 `json:"acked_per_sec"`
 	MBPerSecSent  float64 `json:"mb_per_sec_sent"`
 	LatencyMillis Latency `json:"ack_latency_ms"`
+	// CPU is each measured process's CPU over the write phase: the load
+	// tool's always, each --server-metrics server's when given.
+	CPU []CPUUse `json:"cpu,omitempty"`
 
 	Verify *VerifyReport `json:"verify,omitempty"`
 }
@@ -140,6 +143,9 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, "throughput      %.0f acked writes/s over %.2fs (first send to last ack), %.1f MB/s sent\n", r.AckedPerSec, r.WriteSeconds, r.MBPerSecSent)
 	l := r.LatencyMillis
 	fmt.Fprintf(&b, "ack latency ms  p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n", l.P50, l.P90, l.P99, l.Max)
+	for _, c := range r.CPU {
+		fmt.Fprintf(&b, "cpu             %.2f µs a write, %.2fs: %s\n", c.MicrosPerWrite, c.Seconds, c.Process)
+	}
 	if v := r.Verify; v != nil {
 		fmt.Fprintf(&b, "verify          %d checked, %d readable, %d missing (%d queries, %.2fs)\n", v.Checked, v.Readable, v.Missing, v.Queries, v.Seconds)
 		if len(v.MissingSample) > 0 {
