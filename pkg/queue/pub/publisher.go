@@ -11,10 +11,13 @@ import (
 	"github.com/banyand-io/banyand/pkg/queue"
 )
 
-// msg is one published message and its future. It lives in exactly one
-// place at a time (a node's queue, an in-flight batch, or the retry list)
-// until it is resolved; resolution happens once, whoever gets there first
-// (ack, failure, deadline sweep, shutdown), and later outcomes are ignored.
+// msg is one published message and what its future waits on (with its
+// batch's outcome, see msg.result). It lives in exactly one place at a
+// time (a node's queue, an in-flight batch, or the retry list) until it is
+// resolved; resolution happens once, whoever gets there first (ack,
+// failure, deadline sweep, shutdown), and later outcomes are ignored. A
+// message settled whole by its batch's outcome is then reused for a new
+// one (lane.recycle); one settled on its own never is.
 type msg struct {
 	msgHead
 
@@ -22,7 +25,7 @@ type msg struct {
 	// step (ack, failure, deadline sweep, shutdown) writes err and reply.
 	// Lock-free because a message may be settled on the ack path.
 	state atomic.Uint32
-	err   atomic.Pointer[error]         // nil for success; a pointer keeps msg at 64 bytes
+	err   atomic.Pointer[error]         // nil for success; a pointer keeps msg small (56 bytes)
 	wait  atomic.Pointer[chan struct{}] // made only when a Get has to wait
 }
 
