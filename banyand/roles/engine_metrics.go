@@ -45,6 +45,8 @@ func newEngineCollector(stats func() (tsdb.EngineStats, bool)) *engineCollector 
 		func(s *tsdb.EngineStats) float64 { return float64(s.WALBytesIn) })
 	add("wal_bytes_written_total", counter, "Physical bytes written to the write-ahead log: the disk bandwidth syncing writes takes.",
 		func(s *tsdb.EngineStats) float64 { return float64(s.WALBytesWritten) })
+	add("wal_syncs_total", counter, "Writes of the write-ahead log, each one fdatasync (group commits); the write batches they carried per sync show how well --write-log-gather shares them.",
+		func(s *tsdb.EngineStats) float64 { return float64(s.WALSyncs) })
 	add("flushes_total", counter, "Write buffer flushes (sstables ingested into Pebble) and Pebble memtable flushes: each costs CPU and disk, and their rate follows the write load.",
 		func(s *tsdb.EngineStats) float64 { return float64(s.Flushes) })
 	add("flush_bytes_total", counter, "Sstable bytes written by write buffer and memtable flushes, part of the write amplification.",

@@ -27,7 +27,8 @@ func gatherEngine(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 }
 
 // The engine metrics follow the store: none before it opens or after it
-// stops, every one while it is open, with the WAL counting a write.
+// stops, every one while it is open, with the WAL counting a write and
+// its sync.
 func TestEngineMetricsFollowTheStore(t *testing.T) {
 	store := storage.New(storage.Config{Dir: t.TempDir()}, nil, slog.New(slog.DiscardHandler))
 	c := newEngineCollector(engineStatsOf(store))
@@ -48,8 +49,11 @@ func TestEngineMetricsFollowTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := gatherEngine(t, reg)
-	if len(got) != 17 {
-		t.Errorf("while open: %d metrics, want 17: %v", len(got), got)
+	if len(got) != 18 {
+		t.Errorf("while open: %d metrics, want 18: %v", len(got), got)
+	}
+	if got["banyand_storage_engine_wal_syncs_total"] != 1 {
+		t.Errorf("wal_syncs_total %v after one write, want 1", got["banyand_storage_engine_wal_syncs_total"])
 	}
 	if got["banyand_storage_engine_wal_bytes_written_total"] <= 0 {
 		t.Errorf("wal_bytes_written_total %v after a write, want > 0", got["banyand_storage_engine_wal_bytes_written_total"])

@@ -24,9 +24,9 @@ import (
 type Standalone struct {
 	server   serverFlags
 	DataPath string
-	// WriteBuffer is the storage write buffer's size (--write-buffer-size).
-	WriteBuffer int64
-	HTTPAddr    string
+	// engine is --write-buffer-size and --write-log-gather.
+	engine   engineFlags
+	HTTPAddr string
 	// Pprof serves /debug/pprof/ on the HTTP address (--pprof).
 	Pprof bool
 
@@ -38,7 +38,7 @@ type Standalone struct {
 func (s *Standalone) RegisterFlags(fs *pflag.FlagSet) {
 	s.server.register(fs, DefaultClientAddr)
 	fs.StringVar(&s.DataPath, "data-path", DefaultDataPath, "directory for the schema registry and the data")
-	registerWriteBufferFlag(fs, &s.WriteBuffer)
+	s.engine.register(fs)
 	fs.StringVar(&s.HTTPAddr, "http-addr", DefaultLiaisonHTTPAddr, "host:port for the status page, /metrics, /healthz and /readyz; empty disables")
 	registerPprofFlag(fs, &s.Pprof)
 }
@@ -50,7 +50,7 @@ func (s *Standalone) Validate() error {
 	if s.DataPath == "" {
 		errs = append(errs, errors.New("--data-path is required"))
 	}
-	errs = append(errs, validateWriteBuffer(s.WriteBuffer))
+	errs = append(errs, s.engine.validate())
 	if s.HTTPAddr != "" {
 		errs = append(errs, checkAddr("--http-addr", s.HTTPAddr))
 	}
@@ -86,7 +86,7 @@ func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 	reg := local.New(local.Config{Dir: registryDir(s.DataPath)}, logger.With("component", "registry"))
 	q := queue.NewLocal(queue.LocalConfig{NodeName: "standalone"})
 	cache := liaison.NewSchemaCache(logger.With("component", "schema"), nil)
-	store := storage.New(storage.Config{Dir: storageDir(s.DataPath), BufferBytes: s.WriteBuffer}, cache, logger)
+	store := storage.New(s.engine.storageConfig(storageDir(s.DataPath)), cache, logger)
 	promReg := newRoleRegistry()
 	sec := newSecurityMetrics(true)
 	metrics := registerStandaloneMetrics(promReg, standaloneSources{

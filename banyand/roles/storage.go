@@ -35,13 +35,13 @@ type Storage struct {
 	// Pprof serves /debug/pprof/ on the HTTP address (--pprof).
 	Pprof    bool
 	DataPath string
-	// WriteBuffer is the storage write buffer's size (--write-buffer-size).
-	WriteBuffer int64
-	NodeName    string
-	Capacity    uint
-	Etcd        etcd.ClientConfig
-	NodeTTL     time.Duration
-	Sub         sub.Config
+	// engine is --write-buffer-size and --write-log-gather.
+	engine   engineFlags
+	NodeName string
+	Capacity uint
+	Etcd     etcd.ClientConfig
+	NodeTTL  time.Duration
+	Sub      sub.Config
 	// ClusterTLS secures the cluster protocol (Sub.TLS is built from it).
 	ClusterTLS ClusterServerTLS
 	// DebugListenerDelay delays every write batch (hidden fault-injection
@@ -60,7 +60,7 @@ func (s *Storage) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&s.HTTPAddr, "http-addr", DefaultStorageHTTPAddr, "host:port for /metrics, /healthz and /readyz; empty disables")
 	registerPprofFlag(fs, &s.Pprof)
 	fs.StringVar(&s.DataPath, "data-path", DefaultDataPath, "directory for this node's data")
-	registerWriteBufferFlag(fs, &s.WriteBuffer)
+	s.engine.register(fs)
 	fs.StringVar(&s.NodeName, "node-name", "", "this data node's name in the registry; keeps its shards across restarts (default: derived from the advertised address)")
 	fs.UintVar(&s.Capacity, "capacity", 0, "relative capacity: a node of capacity 2 takes about twice the shards of one of capacity 1 (0 = 1)")
 	fs.DurationVar(&s.NodeTTL, "node-lease-ttl", etcd.DefaultNodeTTL, "how long this node stays routable after it dies without deregistering (whole seconds)")
@@ -84,7 +84,7 @@ func (s *Storage) Validate() error {
 	if s.DataPath == "" {
 		errs = append(errs, errors.New("--data-path is required"))
 	}
-	errs = append(errs, validateWriteBuffer(s.WriteBuffer))
+	errs = append(errs, s.engine.validate())
 	if strings.ContainsAny(s.NodeName, "/\x00") {
 		errs = append(errs, fmt.Errorf("--node-name %q: must not contain '/'", s.NodeName))
 	}
@@ -127,7 +127,7 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 	// The data node follows the schema only for group options: segment
 	// length and retention. Writes carry everything else.
 	cache := liaison.NewSchemaCache(logger.With("component", "schema"), nil)
-	store := storage.New(storage.Config{Dir: storageDir(s.DataPath), BufferBytes: s.WriteBuffer}, cache, logger)
+	store := storage.New(s.engine.storageConfig(storageDir(s.DataPath)), cache, logger)
 	subCfg := s.Sub
 	if subCfg.NodeName == "" {
 		subCfg.NodeName = s.NodeName

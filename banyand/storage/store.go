@@ -43,7 +43,13 @@ type Config struct {
 	// tsdb.DefaultBufferBytes). A node holds up to about twice this in
 	// memory while a flush runs.
 	BufferBytes int64
+	// SyncGather is how long a sync of the write-ahead log may wait for
+	// more writers to share it (tsdb.Options.SyncGather); 0 syncs at once.
+	SyncGather time.Duration
 }
+
+// MaxSyncGather bounds SyncGather: every write may wait this long.
+const MaxSyncGather = 100 * time.Millisecond
 
 // MinBufferBytes is the smallest write buffer Validate accepts: smaller
 // ones flush so often that Pebble's compactions of the many small files
@@ -62,6 +68,9 @@ func (c *Config) Validate() error {
 	}
 	if c.BufferBytes != 0 && c.BufferBytes < MinBufferBytes {
 		return fmt.Errorf("storage: write buffer size %d bytes is below the minimum of %d", c.BufferBytes, MinBufferBytes)
+	}
+	if c.SyncGather < 0 || c.SyncGather > MaxSyncGather {
+		return fmt.Errorf("storage: write log gather time %v is outside 0–%v", c.SyncGather, MaxSyncGather)
 	}
 	return nil
 }
@@ -123,7 +132,7 @@ func (s *Store) Start(context.Context) error {
 	if db, _ := s.DB(); db != nil {
 		return errors.New("storage: already started")
 	}
-	opts := tsdb.Options{Logger: s.log, BufferBytes: s.cfg.BufferBytes}
+	opts := tsdb.Options{Logger: s.log, BufferBytes: s.cfg.BufferBytes, SyncGather: s.cfg.SyncGather}
 	if s.groups != nil {
 		opts.SegmentInterval = s.groups.SegmentInterval
 	}

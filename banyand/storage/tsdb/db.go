@@ -41,7 +41,17 @@ type Options struct {
 	// BufferBytes is the write buffer's flush size; <= 0 means
 	// DefaultBufferBytes. Tests set it small to make flushes happen.
 	BufferBytes int64
+	// SyncGather is how long a sync of the write-ahead log may wait for
+	// the writers the previous sync released to queue their next records,
+	// so that they share it (group commit); 0 syncs at once. A lone writer
+	// never waits.
+	SyncGather time.Duration
 }
+
+// DefaultSyncGather is the data nodes' SyncGather (--write-log-gather):
+// a moment for the writers a sync released to come back, short against a
+// write's whole path.
+const DefaultSyncGather = 250 * time.Microsecond
 
 // Subdirectories of the data directory that are the store's, not Pebble's.
 const (
@@ -193,7 +203,7 @@ func (db *DB) start() error {
 	if err != nil {
 		return err
 	}
-	if db.wal, err = openWriteLog(db.walDir, next, db.opts.NoSync); err != nil {
+	if db.wal, err = openWriteLog(db.walDir, next, db.opts.NoSync, db.opts.SyncGather); err != nil {
 		return err
 	}
 	// The replayed records are in Pebble now.

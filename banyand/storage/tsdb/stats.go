@@ -18,6 +18,9 @@ type EngineStats struct {
 	// store's own and Pebble's); WALBytesWritten the physical bytes
 	// (framing and padding included).
 	WALBytesIn, WALBytesWritten uint64
+	// WALSyncs counts the store's log writes, each one fdatasync (group
+	// commits): with the writes they carried, what a sync costs.
+	WALSyncs uint64
 
 	// Flushes counts write buffer and memtable flushes; FlushBytes is the
 	// sstable bytes they wrote.
@@ -104,9 +107,10 @@ func (db *DB) EngineStats() EngineStats {
 // addBufferStats adds the write log and buffers to s, which holds
 // Pebble's own.
 func (db *DB) addBufferStats(s *EngineStats) {
-	in, written := db.wal.stats()
+	in, written, syncs := db.wal.stats()
 	s.WALBytesIn += in
 	s.WALBytesWritten += written
+	s.WALSyncs = syncs
 	s.Flushes += db.flushes.Load()
 	s.FlushBytes += db.flushBytes.Load()
 	db.bufMu.RLock()

@@ -30,6 +30,8 @@ import (
 // caller's record durable by writing and syncing everything queued so far
 // in one go, unless another caller's sync already covers it. So concurrent
 // batches share one fdatasync, as they did in Pebble's commit pipeline.
+// Before it syncs, a caller may wait a moment for the writers the previous
+// sync released to append again (see gatherLocked).
 //
 // Files are recycled, as Pebble recycles its WAL: a file whose records are
 // in Pebble is kept as a spare and becomes a later log file, overwritten
@@ -56,7 +58,19 @@ type writeLog struct {
 	// be durable, so every later append and wait fails with it.
 	err error
 
+	// gatherWait bounds gatherLocked's wait; 0 syncs at once. takenSeq is
+	// the last record a sync took, lastTook how many that sync took.
+	gatherWait         time.Duration
+	takenSeq, lastTook uint64
+	// While a caller gathers, append wakes it through gatherCh once
+	// gatherFor records are queued.
+	gathering   bool
+	gatherFor   uint64
+	gatherCh    chan struct{}
+	gatherTimer *time.Timer
+
 	bytesIn, bytesWritten uint64 // for EngineStats; under mu
+	syncs                 uint64 // likewise
 }
 
 const (
@@ -124,9 +138,10 @@ func listWAL(dir string) ([]uint64, error) {
 	return nums, err
 }
 
-// openWriteLog starts log file num in dir.
-func openWriteLog(dir string, num uint64, noSync bool) (*writeLog, error) {
-	l := &writeLog{dir: dir, noSync: noSync}
+// openWriteLog starts log file num in dir. gatherWait is as for
+// Options.SyncGather.
+func openWriteLog(dir string, num uint64, noSync bool, gatherWait time.Duration) (*writeLog, error) {
+	l := &writeLog{dir: dir, noSync: noSync, gatherWait: gatherWait}
 	l.synced = sync.NewCond(&l.mu)
 	f, err := l.create(num)
 	if err != nil {
@@ -188,6 +203,12 @@ func (l *writeLog) append(payload []byte) (uint64, error) {
 	l.pending = frameRecord(l.pending, l.num, payload)
 	l.bytesIn += uint64(len(payload))
 	l.appendedSeq++
+	if l.gathering && l.appendedSeq-l.takenSeq >= l.gatherFor {
+		select {
+		case l.gatherCh <- struct{}{}:
+		default: // already woken
+		}
+	}
 	return l.appendedSeq, nil
 }
 
@@ -200,12 +221,51 @@ func (l *writeLog) wait(seq uint64) error {
 			l.synced.Wait()
 			continue
 		}
+		l.gatherLocked()
 		l.syncPendingLocked()
 	}
 	if l.syncedSeq >= seq {
 		return nil
 	}
 	return l.err
+}
+
+// gatherLocked holds a sync back until as many records are queued as the
+// previous sync took, or gatherWait has passed. The writers a sync
+// releases mostly append their next record within microseconds; a sync
+// that starts before they do takes only what is already queued, and the
+// rest wait for one more. At moderate load that made a sync, and the
+// context switches around it, nearly one a batch (docs/performance.md,
+// session 7). A lone writer never waits: the previous sync took its one
+// record, which is queued. Nor does a sync that has enough records.
+//
+// l.mu is held and no sync is running. It is released while waiting, with
+// syncing set, so other writers wait for this caller's sync instead of
+// starting their own.
+func (l *writeLog) gatherLocked() {
+	want := l.lastTook
+	if l.gatherWait <= 0 || l.appendedSeq-l.takenSeq >= want {
+		return
+	}
+	l.syncing, l.gathering, l.gatherFor = true, true, want
+	if l.gatherCh == nil {
+		l.gatherCh = make(chan struct{}, 1)
+		l.gatherTimer = time.NewTimer(l.gatherWait)
+	} else {
+		l.gatherTimer.Reset(l.gatherWait)
+	}
+	l.mu.Unlock()
+	select {
+	case <-l.gatherCh:
+	case <-l.gatherTimer.C:
+	}
+	l.mu.Lock()
+	l.gatherTimer.Stop()
+	select {
+	case <-l.gatherCh: // a wake that raced the timer
+	default:
+	}
+	l.gathering = false
 }
 
 // syncPendingLocked writes and syncs everything queued, releasing mu for
@@ -215,6 +275,7 @@ func (l *writeLog) syncPendingLocked() {
 	l.syncing = true
 	buf, target, f := l.pending, l.appendedSeq, l.f
 	l.pending = l.spare[:0]
+	l.lastTook, l.takenSeq = target-l.takenSeq, target
 	l.mu.Unlock()
 	err := l.writeAndSync(f, buf)
 	l.mu.Lock()
@@ -224,6 +285,7 @@ func (l *writeLog) syncPendingLocked() {
 	} else {
 		l.syncedSeq = target
 		l.bytesWritten += uint64(len(buf))
+		l.syncs++
 	}
 	l.spare = buf[:0]
 	l.synced.Broadcast()
@@ -378,10 +440,10 @@ func (l *writeLog) close() error {
 	return err
 }
 
-func (l *writeLog) stats() (in, written uint64) {
+func (l *writeLog) stats() (in, written, syncs uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.bytesIn, l.bytesWritten
+	return l.bytesIn, l.bytesWritten, l.syncs
 }
 
 // errTornRecord marks the end of a log file where a crash interrupted a

@@ -1,0 +1,137 @@
+package tsdb
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+func openTestLog(t *testing.T, gather time.Duration) *writeLog {
+	t.Helper()
+	l, err := openWriteLog(t.TempDir(), 1, false, gather)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.close() })
+	return l
+}
+
+// appendAndWait is one writer's batch: a record, then its sync.
+func appendAndWait(l *writeLog, rec string) error {
+	seq, err := l.append([]byte(rec))
+	if err != nil {
+		return err
+	}
+	return l.wait(seq)
+}
+
+func (l *writeLog) syncCount() uint64 {
+	_, _, syncs := l.stats()
+	return syncs
+}
+
+// The writers a sync released share the next sync: its leader waits until
+// as many records are queued as the previous sync took. The wait is set far
+// beyond the test's length, so only the records can end it: one sync for
+// the three, or the test times out.
+func TestSyncGathersTheWritersOfThePreviousSync(t *testing.T) {
+	l := openTestLog(t, time.Hour)
+	// A sync that took three records, as if three writers shared it.
+	for i := range 3 {
+		if _, err := l.append(fmt.Appendf(nil, "first-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.wait(3); err != nil {
+		t.Fatal(err)
+	}
+	before := l.syncCount()
+
+	// The leader's record alone: it must wait for two more.
+	leader := make(chan error, 1)
+	go func() { leader <- appendAndWait(l, "second-0") }()
+	waitFor(t, "the leader to gather", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.gathering
+	})
+	select {
+	case err := <-leader:
+		t.Fatalf("the leader synced one record of the three expected: %v", err)
+	default:
+	}
+	var others sync.WaitGroup
+	errs := make(chan error, 2)
+	for i := 1; i <= 2; i++ {
+		others.Go(func() { errs <- appendAndWait(l, fmt.Sprintf("second-%d", i)) })
+	}
+	if err := <-leader; err != nil {
+		t.Fatal(err)
+	}
+	others.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := l.syncCount() - before; got != 1 {
+		t.Fatalf("three writers released by one sync took %d syncs, want 1", got)
+	}
+	if l.syncedSeq != 6 {
+		t.Fatalf("synced through record %d, want 6", l.syncedSeq)
+	}
+}
+
+// A leader whose fellow writers do not come back syncs once the gather
+// time is up: the bound holds, and the record is durable.
+func TestSyncGatherIsBounded(t *testing.T) {
+	const gather = 50 * time.Millisecond
+	l := openTestLog(t, gather)
+	for i := range 2 {
+		if _, err := l.append(fmt.Appendf(nil, "first-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.wait(2); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := appendAndWait(l, "alone"); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited < gather {
+		t.Fatalf("synced after %v with 1 of 2 records queued; want a wait of the gather time, %v", waited, gather)
+	}
+	if l.syncedSeq != 3 {
+		t.Fatalf("synced through record %d, want 3", l.syncedSeq)
+	}
+}
+
+// A lone writer never waits: each sync took one record, which the next
+// sync has as soon as the writer appends. With an hour's gather time, any
+// wait would time the test out.
+func TestSyncGatherSparesALoneWriter(t *testing.T) {
+	l := openTestLog(t, time.Hour)
+	for i := range 20 {
+		if err := appendAndWait(l, fmt.Sprintf("rec-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := l.syncCount(); got != 20 {
+		t.Fatalf("%d syncs for 20 records written one at a time, want 20", got)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
