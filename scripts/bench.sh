@@ -13,7 +13,9 @@
 # measure, --count 400000, --rate 50000). Needs jq; cluster mode needs
 # etcd on PATH (Debian: apt-get install etcd-server). The servers run with
 # --pprof: their HTTP addresses are printed, so a profile or trace of a
-# server under load is one curl away (docs/performance.md).
+# server under load is one curl away (docs/performance.md). STORE_FLAGS
+# adds flags to the processes that store data (standalone, storage), e.g.
+# STORE_FLAGS="--write-log-gather 0" to compare a setting.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -66,7 +68,8 @@ client=127.0.0.1:$(free_port)
 metrics=() # the banyand servers' /metrics, for their CPU a write
 if [[ $mode == standalone ]]; then
   http=127.0.0.1:$(free_port)
-  start standalone bin/banyand standalone --grpc-addr "$client" --http-addr "$http" --pprof --data-path "$work/standalone"
+  # shellcheck disable=SC2086 # STORE_FLAGS is a list of flags
+  start standalone bin/banyand standalone ${STORE_FLAGS:-} --grpc-addr "$client" --http-addr "$http" --pprof --data-path "$work/standalone"
   wait_ready "$http"
   metrics+=("http://$http/metrics")
 else
@@ -76,7 +79,8 @@ else
     --listen-peer-urls "$etcd_peer" --initial-advertise-peer-urls "$etcd_peer" --initial-cluster "default=$etcd_peer"
   for i in 0 1; do
     http=127.0.0.1:$(free_port)
-    start "storage-$i" bin/banyand storage --node-name "data-$i" --grpc-addr "127.0.0.1:$(free_port)" \
+    # shellcheck disable=SC2086
+    start "storage-$i" bin/banyand storage ${STORE_FLAGS:-} --node-name "data-$i" --grpc-addr "127.0.0.1:$(free_port)" \
       --http-addr "$http" --pprof --data-path "$work/storage-$i" --etcd-endpoints "$etcd_client"
     wait_ready "$http"
     metrics+=("http://$http/metrics")

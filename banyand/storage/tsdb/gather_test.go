@@ -124,6 +124,33 @@ func TestSyncGatherSparesALoneWriter(t *testing.T) {
 	}
 }
 
+// A writer that comes after the log was idle for gatherIdle gather times
+// does not wait for the writers of the last sync, however many it had:
+// they are not about to come back. The idle time is set in the past
+// rather than slept, and the gather time is an hour: any wait would time
+// the test out.
+func TestSyncGatherSkipsAfterIdle(t *testing.T) {
+	const gather = time.Hour
+	l := openTestLog(t, gather)
+	for i := range 3 {
+		if _, err := l.append(fmt.Appendf(nil, "first-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.wait(3); err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	l.syncEnded = l.syncEnded.Add(-gatherIdle * gather)
+	l.mu.Unlock()
+	if err := appendAndWait(l, "after-idle"); err != nil {
+		t.Fatal(err)
+	}
+	if l.syncedSeq != 4 {
+		t.Fatalf("synced through record %d, want 4", l.syncedSeq)
+	}
+}
+
 // waitFor polls cond until it holds, failing the test after 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()

@@ -59,9 +59,11 @@ type writeLog struct {
 	err error
 
 	// gatherWait bounds gatherLocked's wait; 0 syncs at once. takenSeq is
-	// the last record a sync took, lastTook how many that sync took.
+	// the last record a sync took, lastTook how many that sync took, and
+	// syncEnded when it finished.
 	gatherWait         time.Duration
 	takenSeq, lastTook uint64
+	syncEnded          time.Time
 	// While a caller gathers, append wakes it through gatherCh once
 	// gatherFor records are queued.
 	gathering   bool
@@ -230,21 +232,29 @@ func (l *writeLog) wait(seq uint64) error {
 	return l.err
 }
 
+// gatherIdle is how many gather times without a sync make the log idle:
+// then a sync does not wait for the writers of the last one.
+const gatherIdle = 10
+
 // gatherLocked holds a sync back until as many records are queued as the
 // previous sync took, or gatherWait has passed. The writers a sync
 // releases mostly append their next record within microseconds; a sync
 // that starts before they do takes only what is already queued, and the
 // rest wait for one more. At moderate load that made a sync, and the
 // context switches around it, nearly one a batch (docs/performance.md,
-// session 7). A lone writer never waits: the previous sync took its one
-// record, which is queued. Nor does a sync that has enough records.
+// session 7). It does not wait when that cannot help: a lone writer's
+// previous sync took its one record, which is queued; a sync that has
+// enough records needs no more; and after gatherIdle gather times without
+// a sync, the writers of the last one are not about to come back. (A
+// released writer builds its next batch before it appends: at moderate
+// load that alone can take longer than one gather time.)
 //
 // l.mu is held and no sync is running. It is released while waiting, with
 // syncing set, so other writers wait for this caller's sync instead of
 // starting their own.
 func (l *writeLog) gatherLocked() {
 	want := l.lastTook
-	if l.gatherWait <= 0 || l.appendedSeq-l.takenSeq >= want {
+	if l.gatherWait <= 0 || l.appendedSeq-l.takenSeq >= want || time.Since(l.syncEnded) >= gatherIdle*l.gatherWait {
 		return
 	}
 	l.syncing, l.gathering, l.gatherFor = true, true, want
@@ -286,6 +296,9 @@ func (l *writeLog) syncPendingLocked() {
 		l.syncedSeq = target
 		l.bytesWritten += uint64(len(buf))
 		l.syncs++
+		if l.gatherWait > 0 {
+			l.syncEnded = time.Now()
+		}
 	}
 	l.spare = buf[:0]
 	l.synced.Broadcast()
