@@ -27,7 +27,8 @@ func (e *engineFlags) register(fs *pflag.FlagSet) {
 			"up to about twice this is held while a flush runs (at least 1 MiB)")
 	fs.DurationVar(&e.SyncGather, "write-log-gather", tsdb.DefaultSyncGather,
 		"longest a sync of the write-ahead log waits for the writers the previous sync released to queue their next "+
-			"batches, so that they share one fdatasync (group commit); a lone writer never waits; 0 syncs at once (at most "+
+			"batches, so that they share one fdatasync (group commit); a lone writer, or the first write after a quiet spell, "+
+			"does not wait; 0 syncs at once (at most "+
 			storage.MaxSyncGather.String()+")")
 }
 

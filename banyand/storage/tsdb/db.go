@@ -43,8 +43,8 @@ type Options struct {
 	BufferBytes int64
 	// SyncGather is how long a sync of the write-ahead log may wait for
 	// the writers the previous sync released to queue their next records,
-	// so that they share it (group commit); 0 syncs at once. A lone writer
-	// never waits.
+	// so that they share it (group commit); 0 syncs at once. A lone
+	// writer, or the first after a quiet spell, does not wait.
 	SyncGather time.Duration
 }
 
