@@ -82,6 +82,12 @@ func uvarintLen(x int) int {
 	return k
 }
 
+// small reports whether b is under both minMsgs messages and minBytes of
+// frame (see take).
+func (b *batch) small(minMsgs, minBytes int) bool {
+	return len(b.msgs) < minMsgs && b.size < minBytes
+}
+
 // fits reports whether a message of wire size ws may join b under the caps.
 // An empty batch takes any message; take fails one that is over the cap alone.
 func (b *batch) fits(ws, maxMsgs, maxBytes int) bool {
@@ -300,8 +306,9 @@ func (l *lane) queue(t queue.Topic) *topicQueue {
 func (n *node) push(l *lane, m *msg, payload []byte, fresh bool) *outcome {
 	ws := wireSize(len(payload))
 	q := l.queue(m.topic)
+	maxMsgs, maxBytes := int(n.maxMsgs.Load()), int(n.maxBytes.Load())
 	var b *batch
-	if k := len(q.batches); k > 0 && q.batches[k-1].fits(ws, int(n.maxMsgs.Load()), int(n.maxBytes.Load())) {
+	if k := len(q.batches); k > 0 && q.batches[k-1].fits(ws, maxMsgs, maxBytes) {
 		b = q.batches[k-1]
 	} else {
 		b = newBatch(q.topic)
@@ -311,10 +318,25 @@ func (n *node) push(l *lane, m *msg, payload []byte, fresh bool) *outcome {
 	out := b.add(m, payload, ws, fresh)
 	l.nextExpiry = min(l.nextExpiry, m.deadline)
 	l.queued++
-	if l.queued == 1 {
+	if l.queued == 1 || b.reachedHold(ws, maxMsgs, maxBytes) {
 		n.wake()
 	}
 	return out
+}
+
+// reachedHold reports whether b, having just taken a message of wire size
+// ws, became big enough to go while another batch is in flight: a send
+// loop holding it (see take) must look again.
+func (b *batch) reachedHold(ws, maxMsgs, maxBytes int) bool {
+	minMsgs, minBytes := holdMin(maxMsgs, maxBytes)
+	return len(b.msgs) == minMsgs || (b.size >= minBytes && b.size-ws < minBytes)
+}
+
+// holdMin is the size under which a batch waits while another is in
+// flight on its stream: a quarter of the caps (256 messages or 256 KB by
+// default).
+func holdMin(maxMsgs, maxBytes int) (msgs, bytes int) {
+	return max(maxMsgs/holdDivisor, 2), maxBytes / holdDivisor
 }
 
 func (n *node) wake() {
@@ -539,36 +561,61 @@ const (
 	takeOK takeResult = iota
 	takeEmpty
 	takeFull
+	takeHeld // only batches too small to go while others are in flight
 	takeAgain
 )
 
-// takeLane pops the oldest batch of l's next topic (round robin), or nil.
-// A lane left empty gives its credit back.
-func (n *node) takeLane(l *lane) *batch {
+// takeLane pops the oldest batch of l's next topic (round robin) that has
+// at least minMsgs messages or minBytes of frame, or nil; held reports a
+// batch left queued for being smaller. A lane left empty gives its credit
+// back.
+func (n *node) takeLane(l *lane, minMsgs, minBytes int) (b *batch, held bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.queued == 0 {
-		return nil
+		return nil, false
 	}
 	var q *topicQueue
 	for i := range l.queues {
-		if c := l.queues[(l.rr+i)%len(l.queues)]; len(c.batches) > 0 {
-			q, l.rr = c, (l.rr+i+1)%len(l.queues)
-			break
+		j := (l.rr + i) % len(l.queues)
+		c := l.queues[j]
+		if len(c.batches) == 0 {
+			continue
 		}
+		if c.batches[0].small(minMsgs, minBytes) {
+			held = true
+			continue
+		}
+		q, l.rr = c, (j+1)%len(l.queues)
+		break
 	}
-	b := q.popFront()
+	if q == nil {
+		return nil, held
+	}
+	b = q.popFront()
 	l.queued -= len(b.msgs)
 	if l.queued == 0 && l.credit > 0 {
 		n.releaseLocked(l.credit)
 		l.credit = 0
 	}
-	return b
+	return b, held
 }
 
+// holdDivisor: see holdMin.
+const holdDivisor = 4
+
 // take moves the oldest queued batch of the next lane (round robin) into
-// flight on s. Taking whatever is there, with no linger, makes batches
-// grow with load by themselves.
+// flight on s. There is no linger: a stream with nothing in flight takes
+// whatever is queued, so a lone write goes at once. But while a small
+// batch (under a quarter of the caps, holdMin) is the latest in flight,
+// the next small one waits (takeHeld), taking the writes that arrive
+// meanwhile, until an ack comes or it reaches the quarter (push wakes the
+// loop then). At moderate load every batch costs a frame, an ack, a log
+// record and the wake-ups around them on both ends; sending each small
+// batch the moment it could made a cluster write cost about twice its CPU
+// at saturation (docs/performance.md, session 7). Under heavy load the
+// batches in flight are big, nothing waits, and the window fills as
+// before.
 func (n *node) take(s *stream) (*batch, takeResult) {
 	cfg := &n.c.cfg
 	n.mu.Lock()
@@ -576,17 +623,32 @@ func (n *node) take(s *stream) (*batch, takeResult) {
 	if len(s.pending) >= cfg.MaxInFlightBatches {
 		return nil, takeFull
 	}
+	maxBytes, maxMsgs := int(n.maxBytes.Load()), int(n.maxMsgs.Load())
+	minMsgs, minBytes := 0, 0
+	if k := len(s.pending); k > 0 {
+		if hm, hb := holdMin(maxMsgs, maxBytes); s.pending[k-1].small(hm, hb) {
+			minMsgs, minBytes = hm, hb
+		}
+	}
 	var b *batch
+	held := false
 	for i := range numLanes {
-		if b = n.takeLane(&n.lanes[(n.rr+i)%numLanes]); b != nil {
+		var h bool
+		b, h = n.takeLane(&n.lanes[(n.rr+i)%numLanes], minMsgs, minBytes)
+		held = held || h
+		if b != nil {
 			n.rr = (n.rr + i + 1) % numLanes
 			break
 		}
 	}
 	if b == nil {
+		if held {
+			n.c.held.Add(1)
+			return nil, takeHeld
+		}
 		return nil, takeEmpty
 	}
-	if maxBytes, maxMsgs := int(n.maxBytes.Load()), int(n.maxMsgs.Load()); b.size > maxBytes || len(b.msgs) > maxMsgs {
+	if b.size > maxBytes || len(b.msgs) > maxMsgs {
 		// Built before the caps came down (HelloAck, CODE_TOO_LARGE).
 		if len(b.msgs) > 1 {
 			b.detach()

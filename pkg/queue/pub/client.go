@@ -151,8 +151,8 @@ type Client struct {
 	awaiting     atomic.Int64 // Publish calls in awaitNodes
 	waitingMsgs  atomic.Int64 // messages the last tick kept on the retry list for want of a node
 
-	reconnects, replaced, batches, sent, underReplicated, recycled atomic.Int64
-	lanes                                                          atomic.Uint32 // publishers made, for their lanes
+	reconnects, replaced, batches, sent, underReplicated, recycled, held atomic.Int64
+	lanes                                                                atomic.Uint32 // publishers made, for their lanes
 	// underLogged is the underReplicated count last logged (by tick only).
 	underLogged int64
 }

@@ -43,6 +43,10 @@ type Stats struct {
 	// for new ones after their batch was acked whole (see lane.recycle);
 	// most are, on a healthy node.
 	MessagesRecycled int64
+	// BatchesHeld counts the times a send loop left a small batch queued
+	// to grow while another batch was in flight on its stream (see
+	// node.take).
+	BatchesHeld int64
 }
 
 // Stats returns the current counters and gauges. It takes a lock per
@@ -52,6 +56,7 @@ func (c *Client) Stats() Stats {
 		Reconnects: c.reconnects.Load(), Replaced: c.replaced.Load(),
 		BatchesSent: c.batches.Load(), MessagesSent: c.sent.Load(), UnderReplicated: c.underReplicated.Load(),
 		AwaitingNodes: c.awaiting.Load(), WaitingMessages: c.waitingMsgs.Load(), MessagesRecycled: c.recycled.Load(),
+		BatchesHeld: c.held.Load(),
 	}
 	c.mu.Lock()
 	for n := range c.all {

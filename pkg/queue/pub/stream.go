@@ -175,6 +175,14 @@ func (s *stream) sendLoop(ctx context.Context, st clientStream) error {
 				return nil
 			}
 			continue
+		case takeHeld:
+			select {
+			case <-s.windowFree:
+			case <-n.work: // a held batch may have grown enough
+			case <-ctx.Done():
+				return nil
+			}
+			continue
 		case takeEmpty:
 			select {
 			case <-n.work:
