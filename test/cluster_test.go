@@ -18,6 +18,7 @@ import (
 	"github.com/banyand-io/banyand/banyand/storage"
 
 	"github.com/banyand-io/banyand/banyand/roles"
+	"github.com/banyand-io/banyand/internal/poll"
 	"github.com/banyand-io/banyand/pkg/registry/etcd"
 	"github.com/banyand-io/banyand/pkg/registry/etcd/etcdtest"
 )
@@ -117,7 +118,7 @@ func TestClusterSchemaSharedBetweenLiaisons(t *testing.T) {
 	createStreamSchema(t, c.liaisons[0], 2)
 	md := &commonv1.Metadata{Group: streamGroup, Name: streamName}
 	// The second liaison learns of the schema through its etcd watch.
-	pollUntil(t, 10*time.Second, "schema visible on the second liaison", func() bool {
+	poll.Within(t, 10*time.Second, "schema visible on the second liaison", func() bool {
 		st := writeStream(t, c.liaisons[1], []*streamv1.WriteRequest{{Metadata: md, Element: testElement(1, 3), MessageId: 1}})
 		return st[1] == modelv1.Status_STATUS_SUCCEED.String()
 	})
@@ -185,7 +186,7 @@ func TestClusterDataNodeStopAndRejoin(t *testing.T) {
 		}
 		return true
 	}
-	pollUntil(t, 15*time.Second, "every acknowledged write readable after the node rejoined", checkAllReadable)
+	poll.Within(t, 15*time.Second, "every acknowledged write readable after the node rejoined", checkAllReadable)
 
 	// The rejoined node takes new writes again.
 	before := next
@@ -193,17 +194,6 @@ func TestClusterDataNodeStopAndRejoin(t *testing.T) {
 	c.data[1].stop(t)
 	if n := countOfflineFrom(t, c.dataDirs[1], before); n == 0 {
 		t.Fatal("the restarted data node received none of the writes after it rejoined")
-	}
-}
-
-func pollUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for: %s", limit, what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -246,7 +236,7 @@ func TestClusterReplicasKeepDataReadableWhenANodeStops(t *testing.T) {
 	createReplicatedStreamSchema(t, c.liaisons[0], 4, 1)
 	checkStreamRoundTrip(t, c.liaisons[0], 300, 60)
 	c.data[0].stop(t)
-	pollUntil(t, 15*time.Second, "all 300 elements readable with one of three nodes stopped", func() bool {
+	poll.Within(t, 15*time.Second, "all 300 elements readable with one of three nodes stopped", func() bool {
 		return len(queryAllStream(t, c.liaisons[0], 400)) == 300
 	})
 	for i := 1; i < 3; i++ {

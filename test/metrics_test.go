@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/banyand-io/banyand/banyand/roles"
+	"github.com/banyand-io/banyand/internal/poll"
 	"github.com/banyand-io/banyand/pkg/registry/etcd/etcdtest"
 )
 
@@ -112,7 +113,7 @@ func TestClusterMetrics(t *testing.T) {
 	group := `group="` + streamGroup + `"`
 	// The answered counter is bumped after the answer is sent.
 	var lm metrics
-	pollUntil(t, 10*time.Second, "every answer counted", func() bool {
+	poll.Within(t, 10*time.Second, "every answer counted", func() bool {
 		lm = scrape(t, l.HTTPBoundAddr())
 		v, _ := lm.sum("banyand_liaison_writes_answered_total", group, `kind="stream"`, `status="STATUS_SUCCEED"`)
 		return v == n

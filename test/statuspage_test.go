@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/banyand-io/banyand/banyand/roles"
+	"github.com/banyand-io/banyand/internal/poll"
 	"github.com/banyand-io/banyand/pkg/registry/etcd/etcdtest"
 	"github.com/banyand-io/banyand/pkg/route"
 )
@@ -104,7 +105,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	// Both nodes were written to, so the publisher holds a connection to
 	// each; wait until the page says so before starting a browser.
 	url := "http://" + l.HTTPBoundAddr() + "/status"
-	pollUntil(t, 10*time.Second, "both data nodes connected on the status page", func() bool {
+	poll.Within(t, 10*time.Second, "both data nodes connected on the status page", func() bool {
 		page := httpGet(t, url)
 		return strings.Count(page, `class="connected">connected<`) == len(dataNodes)
 	})
@@ -115,7 +116,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	l2.NodeName = "liaison-two"
 	runClientRole(t, "liaison", l2)
 	otherRow := `<td>liaison-two</td><td>liaison</td><td>` + l2.ClientAddr() + `</td>`
-	pollUntil(t, 10*time.Second, "the other liaison on the status page", func() bool {
+	poll.Within(t, 10*time.Second, "the other liaison on the status page", func() bool {
 		return strings.Contains(httpGet(t, url), otherRow)
 	})
 

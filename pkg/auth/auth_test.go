@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/banyand-io/banyand/internal/poll"
 	"github.com/banyand-io/banyand/pkg/auth"
 )
 
@@ -175,29 +176,18 @@ func TestReload(t *testing.T) {
 		t.Fatalf("old token: %s", got)
 	}
 	writeFile(t, path, "tokens: [{name: new, sha256: "+sha("new")+", scopes: [write]}]\n", time.Second)
-	eventually(t, "the new token is accepted", func() bool { return check(c, "Bearer new") == codes.OK })
+	poll.Until(t, "the new token is accepted", func() bool { return check(c, "Bearer new") == codes.OK })
 	if got := check(c, "Bearer old"); got != codes.Unauthenticated {
 		t.Fatalf("revoked token: %s, want Unauthenticated", got)
 	}
 
 	writeFile(t, path, "tokens: [{name: broken, scopes: [write]}]\n", 2*time.Second)
-	eventually(t, "the broken file is refused", func() bool {
+	poll.Until(t, "the broken file is refused", func() bool {
 		_ = check(c, "Bearer new")
 		return a.Stats().ReloadFailures == 1
 	})
 	if got := check(c, "Bearer new"); got != codes.OK {
 		t.Fatalf("after a broken file the loaded token: %s, want OK", got)
-	}
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not true after 10s: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

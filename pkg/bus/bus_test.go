@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/banyand-io/banyand/internal/poll"
 )
 
 var errBoom = errors.New("boom")
@@ -38,18 +40,6 @@ func (r *rec) got() []uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.ids)
-}
-
-// eventually polls cond until it holds or a generous deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func msgs(ids ...uint64) []Message {
@@ -343,7 +333,7 @@ func TestCloseWhilePublishing(t *testing.T) {
 			}
 		})
 	}
-	eventually(t, "some deliveries", func() bool { return c.total.Load() > 100 })
+	poll.Until(t, "some deliveries", func() bool { return c.total.Load() > 100 })
 	b.Close()
 	// Close returned: nothing may still be running, and nothing new starts.
 	if n := c.active.Load(); n != 0 {
@@ -383,7 +373,7 @@ func TestCloseWaitsForInFlightDelivery(t *testing.T) {
 		b.Close()
 		close(closed)
 	}()
-	eventually(t, "the bus to refuse new messages", func() bool {
+	poll.Until(t, "the bus to refuse new messages", func() bool {
 		return errors.Is(b.Publish(context.Background(), "probe", Message{ID: 2}), ErrClosed)
 	})
 	select {

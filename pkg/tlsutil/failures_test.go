@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/banyand-io/banyand/internal/poll"
 	"github.com/banyand-io/banyand/pkg/tlsutil"
 	"github.com/banyand-io/banyand/pkg/tlsutil/tlstest"
 )
@@ -58,7 +59,7 @@ func TestServerCredentialsReportFailedHandshakes(t *testing.T) {
 	if err := check(tlstest.NewCA(t, "other")); err == nil {
 		t.Fatal("a client trusting another CA got an answer")
 	}
-	eventually(t, "the failed handshake is reported", func() bool { return failures.Count() > 0 })
+	poll.Until(t, "the failed handshake is reported", func() bool { return failures.Count() > 0 })
 }
 
 func TestHandshakeFailuresIgnoreProbesAndLimitLogs(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/banyand-io/banyand/internal/poll"
 	"github.com/banyand-io/banyand/pkg/tlsutil"
 	"github.com/banyand-io/banyand/pkg/tlsutil/tlstest"
 )
@@ -61,17 +62,6 @@ func replace(t *testing.T, path string, data []byte, bump time.Duration) {
 	}
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not true after 10s: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestReloaderPicksUpRenewedPair(t *testing.T) {
 	dir := t.TempDir()
 	ca := tlstest.NewCA(t, "test CA")
@@ -89,7 +79,7 @@ func TestReloaderPicksUpRenewedPair(t *testing.T) {
 	second := ca.Issue("server")
 	replace(t, keyFile, second.KeyPEM, time.Second)
 	replace(t, certFile, second.CertPEM, time.Second)
-	eventually(t, "a new connection sees the renewed certificate", func() bool {
+	poll.Until(t, "a new connection sees the renewed certificate", func() bool {
 		return servedSerial(t, addr, ca.Pool()).Cmp(second.Serial) == 0
 	})
 	if s := r.Stats(); s.Reloads != 1 || s.Failures != 0 {
@@ -111,7 +101,7 @@ func TestReloaderKeepsOldPairWhenRenewalIsBroken(t *testing.T) {
 	// A new certificate whose key has not been written yet: a mismatched pair.
 	second := ca.Issue("server")
 	replace(t, certFile, second.CertPEM, time.Second)
-	eventually(t, "the mismatched pair is refused", func() bool {
+	poll.Until(t, "the mismatched pair is refused", func() bool {
 		_ = servedSerial(t, addr, ca.Pool())
 		return r.Stats().Failures == 1
 	})
@@ -121,7 +111,7 @@ func TestReloaderKeepsOldPairWhenRenewalIsBroken(t *testing.T) {
 
 	// Garbage in the key file is refused the same way.
 	replace(t, keyFile, []byte("not a key"), 2*time.Second)
-	eventually(t, "the garbage key is refused", func() bool {
+	poll.Until(t, "the garbage key is refused", func() bool {
 		_ = servedSerial(t, addr, ca.Pool())
 		return r.Stats().Failures == 2
 	})
@@ -131,7 +121,7 @@ func TestReloaderKeepsOldPairWhenRenewalIsBroken(t *testing.T) {
 
 	// The key arrives: the renewal completes.
 	replace(t, keyFile, second.KeyPEM, 3*time.Second)
-	eventually(t, "the completed pair is served", func() bool {
+	poll.Until(t, "the completed pair is served", func() bool {
 		return servedSerial(t, addr, ca.Pool()).Cmp(second.Serial) == 0
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/banyand-io/banyand/internal/poll"
 )
 
 func openTestLog(t *testing.T, gather time.Duration) *writeLog {
@@ -51,7 +53,7 @@ func TestSyncGathersTheWritersOfThePreviousSync(t *testing.T) {
 	// The leader's record alone: it must wait for two more.
 	leader := make(chan error, 1)
 	go func() { leader <- appendAndWait(l, "second-0") }()
-	waitFor(t, "the leader to gather", func() bool {
+	poll.Until(t, "the leader to gather", func() bool {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		return l.gathering
@@ -148,17 +150,5 @@ func TestSyncGatherSkipsAfterIdle(t *testing.T) {
 	}
 	if l.syncedSeq != 4 {
 		t.Fatalf("synced through record %d, want 4", l.syncedSeq)
-	}
-}
-
-// waitFor polls cond until it holds, failing the test after 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

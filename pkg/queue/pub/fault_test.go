@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
+	"github.com/banyand-io/banyand/internal/poll"
 	"github.com/banyand-io/banyand/pkg/queue"
 	"github.com/banyand-io/banyand/pkg/queue/pub"
 	"github.com/banyand-io/banyand/pkg/route"
@@ -118,11 +119,11 @@ func TestAbruptStopLosesNothing(t *testing.T) {
 			}
 		}()
 	}
-	eventually(t, "node a to persist messages", func() bool { d, _ := recA.count(); return d > 1000 })
+	poll.Until(t, "node a to persist messages", func() bool { d, _ := recA.count(); return d > 1000 })
 	a.stop(t, 0)
 	// Keep publishing through the failure and the retry budget.
 	before := recB.countDistinct()
-	eventually(t, "node b to take over", func() bool { return recB.countDistinct() > before+5000 })
+	poll.Until(t, "node b to take over", func() bool { return recB.countDistinct() > before+5000 })
 	close(stop)
 	wg.Wait()
 	if err := p.Close(); err != nil {
@@ -193,7 +194,7 @@ func TestStuckNodeReplaced(t *testing.T) {
 
 	// Once it answers again it is used again.
 	a.proxy.Resume()
-	eventually(t, "node a back up", func() bool { ns, _ := nodeStats(c, "a"); return !ns.Down })
+	poll.Until(t, "node a back up", func() bool { ns, _ := nodeStats(c, "a"); return !ns.Down })
 	before := recA.countDistinct()
 	if _, failed := outcomes(t, publishN(ctx, t, p, "back", 4*shardNum)); len(failed) > 0 {
 		t.Fatalf("after recovery: %v", first(failed))
@@ -311,7 +312,7 @@ func TestRemovedNodeWorkReplaced(t *testing.T) {
 	defer p.Close()
 
 	msgs := publishN(context.Background(), t, p, "m", 2000)
-	eventually(t, "node a's listener to hold batches", func() bool { _, calls := recA.count(); return calls > 0 })
+	poll.Until(t, "node a's listener to hold batches", func() bool { _, calls := recA.count(); return calls > 0 })
 	setNodes(t, r, b)
 
 	acked, failed := outcomes(t, msgs)
@@ -323,7 +324,7 @@ func TestRemovedNodeWorkReplaced(t *testing.T) {
 			t.Fatalf("%s acked but not persisted by b (a never acked anything)", m.payload)
 		}
 	}
-	eventually(t, "node a's connection to close", func() bool { _, ok := nodeStats(c, "a"); return !ok })
+	poll.Until(t, "node a's connection to close", func() bool { _, ok := nodeStats(c, "a"); return !ok })
 	if c.Stats().Replaced == 0 {
 		t.Error("Stats().Replaced = 0")
 	}
@@ -338,7 +339,7 @@ func TestCloseFailsWhatItCannotDeliver(t *testing.T) {
 	c := newClient(t, fastConfig(), newRouter(t, n))
 	p := c.NewBatchPublisher(waitMax)
 	msgs := publishN(context.Background(), t, p, "m", 100)
-	eventually(t, "listener to hold a batch", func() bool { _, calls := rec.count(); return calls > 0 })
+	poll.Until(t, "listener to hold a batch", func() bool { _, calls := rec.count(); return calls > 0 })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -437,7 +438,7 @@ func TestNodesVanishForAMoment(t *testing.T) {
 		f, err := p.Publish(ctx, topic, queue.Message{Group: group, Payload: []byte("during")})
 		done <- result{f, err}
 	}()
-	eventually(t, "the publish to wait for a node", func() bool { return c.Stats().AwaitingNodes == 1 })
+	poll.Until(t, "the publish to wait for a node", func() bool { return c.Stats().AwaitingNodes == 1 })
 	setNodes(t, r, a) // back
 	res := <-done
 	if res.err != nil {
@@ -485,9 +486,9 @@ func TestQueuedWorkWaitsForNodes(t *testing.T) {
 	defer p.Close()
 
 	msgs := publishN(context.Background(), t, p, "q", 300)
-	eventually(t, "node a's listener to hold batches", func() bool { _, calls := recA.count(); return calls > 0 })
+	poll.Until(t, "node a's listener to hold batches", func() bool { _, calls := recA.count(); return calls > 0 })
 	setNodes(t, r)
-	eventually(t, "the queued messages to wait for a node", func() bool { return c.Stats().WaitingMessages > 0 })
+	poll.Until(t, "the queued messages to wait for a node", func() bool { return c.Stats().WaitingMessages > 0 })
 	b := startNode(t, "b", false, map[queue.Topic]queue.Listener{topic: recB})
 	setNodes(t, r, b)
 
@@ -500,5 +501,5 @@ func TestQueuedWorkWaitsForNodes(t *testing.T) {
 			t.Fatalf("%s acked but not persisted by b (a never acked anything)", m.payload)
 		}
 	}
-	eventually(t, "the waiting gauge to drop", func() bool { return c.Stats().WaitingMessages == 0 })
+	poll.Until(t, "the waiting gauge to drop", func() bool { return c.Stats().WaitingMessages == 0 })
 }

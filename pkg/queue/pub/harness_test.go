@@ -133,18 +133,6 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// eventually polls cond until it holds or waitMax passes.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitMax)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // recorder is a listener that records the payloads it persisted, and can
 // be held (blocked) to play a slow or stuck data node.
 type recorder struct {

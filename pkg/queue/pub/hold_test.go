@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/banyand-io/banyand/internal/poll"
 	"github.com/banyand-io/banyand/pkg/queue"
 )
 
@@ -64,19 +65,19 @@ func TestSmallBatchesWaitWhileOneIsInFlight(t *testing.T) {
 	}
 
 	publish(1) // idle stream: goes at once, and the listener holds it
-	eventually(t, "the first batch at the listener", func() bool { return len(rec.got()) == 1 })
+	poll.Until(t, "the first batch at the listener", func() bool { return len(rec.got()) == 1 })
 
 	publish(10) // under the quarter: held
-	eventually(t, "the send loop to hold the small batch", func() bool { return c.Stats().BatchesHeld >= 1 })
+	poll.Until(t, "the send loop to hold the small batch", func() bool { return c.Stats().BatchesHeld >= 1 })
 	if got := rec.got(); len(got) != 1 {
 		t.Fatalf("batches at the listener while the first is in flight: %v, want the first only", got)
 	}
 
 	publish(6) // 16 messages now: goes although the first is still in flight, and is held too
-	eventually(t, "the grown batch at the listener", func() bool { return len(rec.got()) == 2 })
+	poll.Until(t, "the grown batch at the listener", func() bool { return len(rec.got()) == 2 })
 	held := c.Stats().BatchesHeld
 	publish(3) // behind a big batch in flight: goes at once
-	eventually(t, "the batch behind the big one at the listener", func() bool { return len(rec.got()) == 3 })
+	poll.Until(t, "the batch behind the big one at the listener", func() bool { return len(rec.got()) == 3 })
 	if got := c.Stats().BatchesHeld; got != held {
 		t.Fatalf("held %d times behind a big batch in flight, want no more than the %d before", got, held)
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
+	"github.com/banyand-io/banyand/internal/poll"
 	"github.com/banyand-io/banyand/pkg/queue"
 	"github.com/banyand-io/banyand/pkg/route"
 )
@@ -176,7 +177,7 @@ func TestAckAfterDeadlineStaysDeadline(t *testing.T) {
 	close(gate) // the late ack arrives now
 	// The first message went at once and timed out in flight (the rest
 	// waited behind it and timed out queued, never sent).
-	eventually(t, "the late ack", func() bool { return s.has(msgs[0].payload) })
+	poll.Until(t, "the late ack", func() bool { return s.has(msgs[0].payload) })
 	_, failed := outcomes(t, msgs)
 	if len(failed) != len(msgs) {
 		t.Fatalf("%d of %d failed after the late ack, want all", len(failed), len(msgs))

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/banyand-io/banyand/internal/poll"
 	"github.com/banyand-io/banyand/pkg/queue"
 	"github.com/banyand-io/banyand/pkg/queue/pub"
 	"github.com/banyand-io/banyand/pkg/queue/sub"
@@ -100,7 +101,7 @@ func TestSpreadsOverNodes(t *testing.T) {
 			// Every batch sent was observed with its size, and every ack.
 			// The send loop counts a batch after Send returns, which may be
 			// after its ack settled the futures: poll.
-			eventually(t, "the observer to have seen every batch and ack", func() bool {
+			poll.Until(t, "the observer to have seen every batch and ack", func() bool {
 				st := c.Stats()
 				sent, msgs, acks := obs.counts()
 				return sent == st.BatchesSent && msgs == st.MessagesSent && acks == sent && msgs >= 5000

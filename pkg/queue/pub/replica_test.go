@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/banyand-io/banyand/internal/poll"
 	"github.com/banyand-io/banyand/pkg/queue"
 	"github.com/banyand-io/banyand/pkg/route"
 )
@@ -163,5 +164,5 @@ func TestReplicasDeadlineFailsMessage(t *testing.T) {
 	if err := f.Get(ctx); err == nil || ctx.Err() != nil {
 		t.Fatalf("Get = %v, want a deadline failure", err)
 	}
-	eventually(t, "the copy on a", func() bool { return recA.has("x") })
+	poll.Until(t, "the copy on a", func() bool { return recA.has("x") })
 }

@@ -221,18 +221,6 @@ func (r *rawStream) wantEnd(code codes.Code) error {
 	}
 }
 
-// eventually polls cond until it holds or a generous deadline passes.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // gate is a listener that blocks every batch until released (or its ctx
 // ends), recording what it saw.
 type gate struct {

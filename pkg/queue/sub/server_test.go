@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/mem"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
+	"github.com/banyand-io/banyand/internal/poll"
 	"github.com/banyand-io/banyand/pkg/queue"
 	"github.com/banyand-io/banyand/pkg/queue/sub"
 )
@@ -232,7 +233,7 @@ func TestPipelining(t *testing.T) {
 	for id := uint64(1); id <= 4; id++ {
 		r.batch(id, topic, time.Time{}, fmt.Appendf(nil, "b%d", id))
 	}
-	eventually(t, "4 batches in the listener at once", func() bool { return k.inside() == 4 })
+	poll.Until(t, "4 batches in the listener at once", func() bool { return k.inside() == 4 })
 	for _, id := range []uint64{3, 1, 4, 2} {
 		close(k.ch(fmt.Sprintf("b%d", id)))
 		if a := r.ack(); a.GetBatchId() != id || a.GetBatchFailure() != nil {
@@ -260,7 +261,7 @@ func TestHalfCloseFlushesAcks(t *testing.T) {
 	if err := r.s.CloseSend(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "both batches in the listener", func() bool { n, _ := g.counts(); return n == 2 })
+	poll.Until(t, "both batches in the listener", func() bool { n, _ := g.counts(); return n == 2 })
 	g.open()
 	got := map[uint64]bool{r.ack().GetBatchId(): true, r.ack().GetBatchId(): true}
 	if !got[1] || !got[2] {

@@ -11,6 +11,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
+	"github.com/banyand-io/banyand/internal/poll"
 	"github.com/banyand-io/banyand/pkg/queue"
 	"github.com/banyand-io/banyand/pkg/queue/sub"
 )
@@ -68,7 +69,7 @@ func TestGracefulStop(t *testing.T) {
 	r := openStream(t, dial(t, ts.addr, nil))
 	r.handshake()
 	r.batch(1, topic, time.Time{}, []byte("x"))
-	eventually(t, "batch in the listener", func() bool { n, _ := g.counts(); return n == 1 })
+	poll.Until(t, "batch in the listener", func() bool { n, _ := g.counts(); return n == 1 })
 
 	stopped := make(chan error, 1)
 	go func() {
@@ -112,7 +113,7 @@ func TestForcedStop(t *testing.T) {
 	r := openStream(t, dial(t, ts.addr, nil))
 	r.handshake()
 	r.batch(1, topic, time.Time{}, []byte("x"))
-	eventually(t, "batch in the listener", func() bool { n, _ := g.counts(); return n == 1 })
+	poll.Until(t, "batch in the listener", func() bool { n, _ := g.counts(); return n == 1 })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -124,7 +125,7 @@ func TestForcedStop(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("forced Stop took %v", d)
 	}
-	eventually(t, "listener cancelled", func() bool { _, c := g.counts(); return c == 1 })
+	poll.Until(t, "listener cancelled", func() bool { _, c := g.counts(); return c == 1 })
 	if _, err := r.recvErr(); err == nil {
 		t.Fatal("stream still open after a forced stop")
 	}
@@ -137,7 +138,7 @@ func TestStopGrace(t *testing.T) {
 	r := openStream(t, dial(t, ts.addr, nil))
 	r.handshake()
 	r.batch(1, topic, time.Time{}, []byte("x"))
-	eventually(t, "batch in the listener", func() bool { n, _ := g.counts(); return n == 1 })
+	poll.Until(t, "batch in the listener", func() bool { n, _ := g.counts(); return n == 1 })
 	if err := ts.Stop(context.Background()); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Stop = %v, want the StopGrace deadline", err)
 	}

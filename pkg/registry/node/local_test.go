@@ -6,9 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
+	"github.com/banyand-io/banyand/internal/poll"
 )
 
 // recorder is a Handler that keeps every update and fails the test if it is
@@ -48,18 +48,6 @@ func (r *recorder) events() []Event {
 		out = append(out, u.Events...)
 	}
 	return out
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func addrs(u Update) map[string]string {
@@ -104,19 +92,19 @@ func register(t *testing.T, l Registrar, n *databasev1.Node) (stop func() error)
 func TestLocalWatchSeesRegisterAndStop(t *testing.T) {
 	l := NewLocal()
 	w := startWatch(t, l)
-	eventually(t, "initial empty snapshot", func() bool {
+	poll.Until(t, "initial empty snapshot", func() bool {
 		u, ok := w.last()
 		return ok && len(u.Nodes) == 0
 	})
 
 	stopA := register(t, l, testNode("a", "127.0.0.1:1", databasev1.Role_ROLE_DATA))
-	eventually(t, "a added", func() bool { u, _ := w.last(); return addrs(u)["a"] == "127.0.0.1:1" })
+	poll.Until(t, "a added", func() bool { u, _ := w.last(); return addrs(u)["a"] == "127.0.0.1:1" })
 
 	// Same name and address: the registration is replaced in place.
 	upd := testNode("a", "127.0.0.1:1", databasev1.Role_ROLE_DATA)
 	upd.Labels = map[string]string{"capacity": "2"}
 	stopA2 := register(t, l, upd)
-	eventually(t, "a updated", func() bool {
+	poll.Until(t, "a updated", func() bool {
 		u, _ := w.last()
 		return len(u.Nodes) == 1 && u.Nodes[0].GetLabels()["capacity"] == "2"
 	})
@@ -127,7 +115,7 @@ func TestLocalWatchSeesRegisterAndStop(t *testing.T) {
 	if err := stopA2(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a deleted", func() bool { u, _ := w.last(); return len(u.Nodes) == 0 })
+	poll.Until(t, "a deleted", func() bool { u, _ := w.last(); return len(u.Nodes) == 0 })
 
 	var types []EventType
 	for _, e := range w.events() {
@@ -150,7 +138,7 @@ func TestLocalLateWatcherGetsSnapshot(t *testing.T) {
 	register(t, l, testNode("a", "x:1"))
 	register(t, l, testNode("b", "x:2"))
 	w := startWatch(t, l)
-	eventually(t, "snapshot of a and b", func() bool { u, _ := w.last(); return len(u.Nodes) == 2 })
+	poll.Until(t, "snapshot of a and b", func() bool { u, _ := w.last(); return len(u.Nodes) == 2 })
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	// Registrations may still land while the watch starts; whichever update
@@ -164,7 +152,7 @@ func TestLocalNameTaken(t *testing.T) {
 	l := NewLocal()
 	register(t, l, testNode("a", "x:1"))
 	w := startWatch(t, l)
-	eventually(t, "a registered", func() bool { u, _ := w.last(); return addrs(u)["a"] == "x:1" })
+	poll.Until(t, "a registered", func() bool { u, _ := w.last(); return addrs(u)["a"] == "x:1" })
 	err := l.Register(context.Background(), testNode("a", "x:2"))
 	if !errors.Is(err, ErrNodeNameTaken) {
 		t.Fatalf("Register = %v, want ErrNodeNameTaken", err)
@@ -186,7 +174,7 @@ func TestLocalRegisterDoesNotAliasCaller(t *testing.T) {
 	n := testNode("a", "x:1")
 	register(t, l, n)
 	w := startWatch(t, l)
-	eventually(t, "a registered", func() bool { u, _ := w.last(); return len(u.Nodes) == 1 })
+	poll.Until(t, "a registered", func() bool { u, _ := w.last(); return len(u.Nodes) == 1 })
 	n.GrpcAddress = "changed:1"
 	if u, _ := w.last(); u.Nodes[0] == n || u.Nodes[0].GetGrpcAddress() != "x:1" {
 		t.Fatal("registry shares the caller's node")
