@@ -28,6 +28,21 @@ func appendAndWait(l *writeLog, rec string) error {
 	return l.wait(seq)
 }
 
+// sharedSync makes one sync take n records, as if n writers shared it.
+func sharedSync(t *testing.T, l *writeLog, n int) {
+	t.Helper()
+	var seq uint64
+	for i := range n {
+		var err error
+		if seq, err = l.append(fmt.Appendf(nil, "shared-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.wait(seq); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (l *writeLog) syncCount() uint64 {
 	_, _, syncs := l.stats()
 	return syncs
@@ -39,15 +54,7 @@ func (l *writeLog) syncCount() uint64 {
 // the three, or the test times out.
 func TestSyncGathersTheWritersOfThePreviousSync(t *testing.T) {
 	l := openTestLog(t, time.Hour)
-	// A sync that took three records, as if three writers shared it.
-	for i := range 3 {
-		if _, err := l.append(fmt.Appendf(nil, "first-%d", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.wait(3); err != nil {
-		t.Fatal(err)
-	}
+	sharedSync(t, l, 3)
 	before := l.syncCount()
 
 	// The leader's record alone: it must wait for two more.
@@ -91,14 +98,7 @@ func TestSyncGathersTheWritersOfThePreviousSync(t *testing.T) {
 func TestSyncGatherIsBounded(t *testing.T) {
 	const gather = 50 * time.Millisecond
 	l := openTestLog(t, gather)
-	for i := range 2 {
-		if _, err := l.append(fmt.Appendf(nil, "first-%d", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.wait(2); err != nil {
-		t.Fatal(err)
-	}
+	sharedSync(t, l, 2)
 	start := time.Now()
 	if err := appendAndWait(l, "alone"); err != nil {
 		t.Fatal(err)
@@ -134,14 +134,7 @@ func TestSyncGatherSparesALoneWriter(t *testing.T) {
 func TestSyncGatherSkipsAfterIdle(t *testing.T) {
 	const gather = time.Hour
 	l := openTestLog(t, gather)
-	for i := range 3 {
-		if _, err := l.append(fmt.Appendf(nil, "first-%d", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.wait(3); err != nil {
-		t.Fatal(err)
-	}
+	sharedSync(t, l, 3)
 	l.mu.Lock()
 	l.syncEnded = l.syncEnded.Add(-gatherIdle * gather)
 	l.mu.Unlock()
