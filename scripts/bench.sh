@@ -4,6 +4,10 @@
 #
 #   scripts/bench.sh standalone [bench flags...]   banyand standalone + load tool
 #   scripts/bench.sh cluster    [bench flags...]   etcd + 2 storage + 1 liaison + load tool
+#   scripts/bench.sh sink       [bench flags...]   cmd/writesink (answers, keeps nothing) + load tool
+#
+# sink measures the ceiling of the write API itself on this machine: the
+# same load against a server that does no work (no schema, no verify).
 #
 # It builds bin/banyand, starts the servers with fresh data directories,
 # runs `banyand bench --target ... --json` RUNS times (default 3) against
@@ -22,9 +26,9 @@ cd "$(dirname "$0")/.."
 mode=${1:-}
 shift || true
 case "$mode" in
-standalone | cluster) ;;
+standalone | cluster | sink) ;;
 *)
-  echo "usage: $0 standalone|cluster [banyand bench flags...]" >&2
+  echo "usage: $0 standalone|cluster|sink [banyand bench flags...]" >&2
   exit 2
   ;;
 esac
@@ -35,6 +39,7 @@ fi
 RUNS=${RUNS:-3}
 
 go build -o bin/banyand ./cmd/banyand
+[[ $mode == sink ]] && go build -o bin/writesink ./cmd/writesink
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -66,7 +71,14 @@ start() { # start NAME ARGS...: runs a process in the background, logging to $wo
 
 client=127.0.0.1:$(free_port)
 metrics=() # the banyand servers' /metrics, for their CPU a write
-if [[ $mode == standalone ]]; then
+extra=() # flags the mode needs
+if [[ $mode == sink ]]; then
+  http=127.0.0.1:$(free_port)
+  start writesink bin/writesink --grpc-addr "$client" --http-addr "$http"
+  for _ in $(seq 300); do curl -fs "http://$http/metrics" >/dev/null 2>&1 && break; sleep 0.1; done
+  metrics+=("http://$http/metrics")
+  extra=(--create-schema=false --verify=false) # it keeps no schema and nothing to read back
+elif [[ $mode == standalone ]]; then
   http=127.0.0.1:$(free_port)
   # shellcheck disable=SC2086 # STORE_FLAGS is a list of flags
   start standalone bin/banyand standalone ${STORE_FLAGS:-} --grpc-addr "$client" --http-addr "$http" --pprof --data-path "$work/standalone"
@@ -93,7 +105,7 @@ fi
 
 results=()
 for run in $(seq "$RUNS"); do
-  out=$(bin/banyand bench --target "$client" --json --server-metrics "$(IFS=,; echo "${metrics[*]}")" "$@" 2>"$work/bench-$run.log") || {
+  out=$(bin/banyand bench --target "$client" --json --server-metrics "$(IFS=,; echo "${metrics[*]}")" "${extra[@]}" "$@" 2>"$work/bench-$run.log") || {
     echo "run $run failed:" >&2
     cat "$work/bench-$run.log" >&2
     echo "$out" >&2
