@@ -38,6 +38,10 @@ type batch struct {
 	npub  int
 	pubs  [4]*publisher // the own messages' publishers, and how many each has
 	count [4]int64
+	// merged are the clean batches of other lanes whose messages joined
+	// this one's frame (see absorb): emptied, they keep their outcome
+	// and publisher counts for ack to settle.
+	merged []*batch
 }
 
 var batchPool = sync.Pool{New: func() any { return new(batch) }}
@@ -66,8 +70,33 @@ func putAckedBatch(b *batch) { recycle(b) }
 
 func recycle(b *batch) {
 	clear(b.payloads) // payloads are big: never kept
-	*b = batch{msgs: b.msgs[:0], payloads: b.payloads[:0]}
+	clear(b.merged)   // put back by ack, or left to the GC with their outcomes unset
+	*b = batch{msgs: b.msgs[:0], payloads: b.payloads[:0], merged: b.merged[:0]}
 	batchPool.Put(b)
+}
+
+// absorb moves the messages of o, a batch of another lane for the same
+// topic, to the end of b, so both go in one frame (see take). The
+// messages o owned keep o's outcome in their futures: while b and o are
+// both clean b keeps o, emptied, and acks it with itself; otherwise b is
+// dirty, its messages settle one by one and o's outcome is never set,
+// as for any batch whose messages leave it.
+func (b *batch) absorb(o *batch) {
+	b.msgs = append(b.msgs, o.msgs...)
+	b.payloads = append(b.payloads, o.payloads...)
+	b.size += o.size - (batchOverhead + len(o.topic))
+	b.bytes += o.bytes
+	b.minDeadline = min(b.minDeadline, o.minDeadline)
+	b.maxDeadline = max(b.maxDeadline, o.maxDeadline)
+	if b.dirty || o.dirty {
+		b.dirty = true
+		putBatch(o)
+		return
+	}
+	clear(o.msgs)
+	clear(o.payloads)
+	o.msgs, o.payloads = o.msgs[:0], o.payloads[:0]
+	b.merged = append(b.merged, o)
 }
 
 // wireSize is a message's share of the encoded frame: tag, length, bytes.
@@ -604,6 +633,57 @@ func (n *node) takeLane(l *lane, minMsgs, minBytes int) (b *batch, held bool) {
 // holdDivisor: see holdMin.
 const holdDivisor = 4
 
+// foldLanes adds to b, just taken from one lane, the oldest batch of b's
+// topic in each other lane, while the caps allow: the node's writes go
+// in one frame, not one frame per lane. Without it, at moderate load
+// every lane's batch is small, a small batch goes only once the one
+// before it is acked (see take), and with several publishers (one lane
+// each) each lane got its turn only every few round trips, which was
+// most of a cluster write's latency (docs/performance.md, session 8).
+// Under heavy load the batches are full and nothing fits. n.mu is held;
+// each lane's lock is taken alone, as everywhere.
+func (n *node) foldLanes(b *batch, maxMsgs, maxBytes int) {
+	if b.lane == nil {
+		return // not built in a lane (requeued): leave it as it is
+	}
+	for i := range n.lanes {
+		l := &n.lanes[i]
+		if l == b.lane || len(b.msgs) >= maxMsgs {
+			continue
+		}
+		if o := n.takeFitting(l, b.topic, maxMsgs-len(b.msgs), maxBytes-b.size); o != nil {
+			b.absorb(o)
+		}
+	}
+}
+
+// takeFitting pops the oldest batch of topic t in l if it has at most
+// msgs messages and its messages at most bytes of frame, else nil.
+func (n *node) takeFitting(l *lane, t queue.Topic, msgs, bytes int) *batch {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.queued == 0 {
+		return nil
+	}
+	for _, q := range l.queues {
+		if q.topic != t || len(q.batches) == 0 {
+			continue
+		}
+		o := q.batches[0]
+		if len(o.msgs) > msgs || o.size-(batchOverhead+len(t)) > bytes {
+			return nil
+		}
+		q.popFront()
+		l.queued -= len(o.msgs)
+		if l.queued == 0 && l.credit > 0 {
+			n.releaseLocked(l.credit)
+			l.credit = 0
+		}
+		return o
+	}
+	return nil
+}
+
 // take moves the oldest queued batch of the next lane (round robin) into
 // flight on s. There is no linger: a stream with nothing in flight takes
 // whatever is queued, so a lone write goes at once. But while a small
@@ -665,6 +745,7 @@ func (n *node) take(s *stream) (*batch, takeResult) {
 		putBatch(b)
 		return nil, takeAgain
 	}
+	n.foldLanes(b, maxMsgs, maxBytes)
 	b.id = s.nextID
 	s.nextID++
 	b.sentAt = time.Now().UnixNano()

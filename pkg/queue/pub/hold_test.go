@@ -2,8 +2,10 @@ package pub_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -92,5 +94,117 @@ func TestSmallBatchesWaitWhileOneIsInFlight(t *testing.T) {
 	}
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// tokenGate is a listener that records each batch's payloads and holds
+// it until a token comes (or the channel is closed), refusing the
+// messages that start with "bad" (as refusePrefixed does).
+type tokenGate struct {
+	mu      sync.Mutex
+	batches [][]string
+	tokens  chan struct{}
+}
+
+func (g *tokenGate) Handle(ctx context.Context, b queue.Batch) queue.Result {
+	payloads := make([]string, len(b.Messages))
+	for i, m := range b.Messages {
+		payloads[i] = string(m)
+	}
+	g.mu.Lock()
+	g.batches = append(g.batches, payloads)
+	g.mu.Unlock()
+	select {
+	case <-g.tokens:
+	case <-ctx.Done():
+		return queue.Result{Errs: fill(len(b.Messages), ctx.Err())}
+	}
+	return refusePrefixed.Handle(ctx, b)
+}
+
+func (g *tokenGate) got() [][]string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.batches)
+}
+
+// Publishers queue in lanes of their own, and the send loop takes one
+// lane's batch at a time. The small batches several publishers queue
+// while a small batch is in flight go in one frame once its ack comes,
+// not one lane per round trip; each message's future still says what
+// became of that message, whether the frame is acked whole (each lane's
+// batch settled by its outcome) or message by message (refusals).
+func TestLanesHeldBehindASmallBatchGoInOneFrame(t *testing.T) {
+	t.Run("acked whole", func(t *testing.T) { testLanesInOneFrame(t, "") })
+	t.Run("with refusals", func(t *testing.T) { testLanesInOneFrame(t, "bad-") })
+}
+
+func testLanesInOneFrame(t *testing.T, bad string) {
+	g := &tokenGate{tokens: make(chan struct{})}
+	n := startNode(t, "n1", false, map[queue.Topic]queue.Listener{topic: g})
+	cfg := fastConfig()
+	cfg.StallTimeout = time.Minute // the first batch is held on purpose
+	c := newClient(t, cfg, newRouter(t, n))
+	ctx := context.Background()
+	p1, p2 := c.NewBatchPublisher(time.Minute), c.NewBatchPublisher(time.Minute)
+	futures := map[string]queue.Future{}
+	publish := func(p queue.BatchPublisher, payloads ...string) {
+		t.Helper()
+		for _, s := range payloads {
+			f, err := p.Publish(ctx, topic, queue.Message{Group: group, Payload: []byte(s)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			futures[s] = f
+		}
+	}
+
+	publish(p1, "a0") // idle stream: goes at once, and the listener holds it
+	poll.Until(t, "the first batch at the listener", func() bool { return len(g.got()) == 1 })
+	lane1, lane2 := []string{"a1", "a2", bad + "a3"}, []string{"b0", bad + "b1", "b2", "b3"}
+	publish(p1, lane1...)
+	publish(p2, lane2...)
+	poll.Until(t, "the send loop to hold the small batches", func() bool { return c.Stats().BatchesHeld >= 1 })
+	if got := g.got(); len(got) != 1 {
+		t.Fatalf("batches at the listener while the first is in flight: %v, want the first only", got)
+	}
+
+	g.tokens <- struct{}{} // ack the first batch
+	poll.Until(t, "the held batches at the listener", func() bool { return len(g.got()) >= 2 })
+	close(g.tokens)
+	getCtx, cancel := context.WithTimeout(ctx, waitMax)
+	defer cancel()
+	for s, f := range futures {
+		err := f.Get(getCtx)
+		if refused := bad != "" && strings.HasPrefix(s, bad); refused != errors.Is(err, queue.ErrInvalidMessage) || !refused && err != nil {
+			t.Errorf("message %s: future says %v", s, err)
+		}
+	}
+	got := g.got()
+	if len(got) != 2 {
+		t.Fatalf("batches %v, want the first and one frame with both lanes' messages", got)
+	}
+	// Both lanes' messages, each publisher's in its order.
+	for _, order := range [][]string{lane1, lane2} {
+		if kept := slices.DeleteFunc(slices.Clone(got[1]), func(s string) bool { return !slices.Contains(order, s) }); !slices.Equal(kept, order) {
+			t.Errorf("second frame %v has %v as %v", got[1], order, kept)
+		}
+	}
+	if len(got[1]) != len(lane1)+len(lane2) {
+		t.Errorf("second frame %v, want %v and %v", got[1], lane1, lane2)
+	}
+	// Close returns once every future of its publisher is settled: the
+	// outcome of a lane's batch that went in another's frame counts too.
+	for _, p := range []queue.BatchPublisher{p1, p2} {
+		closed := make(chan error, 1)
+		go func() { closed <- p.Close() }()
+		select {
+		case err := <-closed:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(waitMax):
+			t.Fatal("Close still waits for messages whose futures are settled")
+		}
 	}
 }

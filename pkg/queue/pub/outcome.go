@@ -28,6 +28,10 @@ func (b *batch) ack() {
 	for i := range b.npub {
 		b.pubs[i].finish(b.count[i])
 	}
+	for _, o := range b.merged {
+		o.ack()
+		putBatch(o)
+	}
 }
 
 // own makes fresh message m one of b's own, if b is still clean, and
