@@ -638,8 +638,8 @@ const holdDivisor = 4
 // in one frame, not one frame per lane. Without it, at moderate load
 // every lane's batch is small, a small batch goes only once the one
 // before it is acked (see take), and with several publishers (one lane
-// each) each lane got its turn only every few round trips, which was
-// most of a cluster write's latency (docs/performance.md, session 8).
+// each) each lane got its turn only every few round trips: most of a
+// cluster write's median latency (docs/performance.md, session 8).
 // Under heavy load the batches are full and nothing fits. n.mu is held;
 // each lane's lock is taken alone, as everywhere.
 func (n *node) foldLanes(b *batch, maxMsgs, maxBytes int) {
