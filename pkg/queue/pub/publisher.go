@@ -255,22 +255,10 @@ type publisher struct {
 	state    atomic.Int64
 	idle     chan struct{} // closed once closed and nothing is outstanding
 	idleOnce sync.Once
-	// route caches the last group's shard → primary node mapping: a client
-	// write stream mostly writes one group, and this saves two map lookups
-	// a message.
+	// route caches the last topic and group's key and shard → primary
+	// node mapping: a client write stream mostly writes one pair, and one
+	// load and a few compares then do what the router's maps would.
 	route atomic.Pointer[routeCache]
-	// lastKey is the key of the last message, reused while topic and
-	// group stay the same.
-	lastKey atomic.Pointer[msgKey]
-}
-
-func (p *publisher) key(topic queue.Topic, group string) *msgKey {
-	if k := p.lastKey.Load(); k != nil && k.topic == topic && k.group == group {
-		return k
-	}
-	k := &msgKey{pub: p, topic: topic, group: group}
-	p.lastKey.Store(k)
-	return k
 }
 
 var _ queue.BatchPublisher = (*publisher)(nil)
@@ -328,14 +316,31 @@ func (p *publisher) Publish(ctx context.Context, topic queue.Topic, qm queue.Mes
 		p.finish(1)
 		return queue.Future{}, fmt.Errorf("queue/pub: publish to %q: %d byte payload: %w", topic, len(qm.Payload), queue.ErrInvalidMessage)
 	}
+	c := p.c
+	rc := p.cache(c.place.Current(), nil, topic, qm.Group)
 	h := msgHead{
-		msgKey: p.key(topic, qm.Group), shard: qm.Shard, plen: uint32(len(qm.Payload)),
-		deadline: p.c.now() + int64(p.timeout),
+		msgKey: rc.key, shard: qm.Shard, plen: uint32(len(qm.Payload)),
+		deadline: c.now() + int64(p.timeout),
 	}
-	if p.replicated(qm.Group) {
-		return p.c.publishCopies(ctx, h, qm.Payload)
+	if rc.replicated {
+		return c.publishCopies(ctx, h, qm.Payload)
 	}
-	m, o, err := p.c.publish(ctx, &h, qm.Payload, nil)
+	// The common case: the shard's primary is up and has room. Anything
+	// else (no such node, a full budget, the node just left) takes the
+	// general path, which routes around, waits or reports.
+	if int(h.shard) < len(rc.shards) && !c.closed.Load() {
+		if n := rc.shards[h.shard]; n != nil && !n.down.Load() {
+			m, o, _, err := n.enqueue(&h, qm.Payload, nil)
+			switch {
+			case err != nil:
+				p.finish(1)
+				return queue.Future{}, err
+			case m != nil:
+				return queue.NewFuture(m, o), nil
+			}
+		}
+	}
+	m, o, err := c.publish(ctx, &h, qm.Payload, nil)
 	if err != nil {
 		p.finish(1) // nothing was queued and no future handed out
 		return queue.Future{}, err

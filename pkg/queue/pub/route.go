@@ -19,11 +19,7 @@ func (c *Client) route(t *route.Table, nodes map[string]*node, m *msgHead) (*nod
 		return nil, fmt.Errorf("queue/pub: %q request to node %s: the node is down or gone: %w", m.topic, m.x.node, queue.ErrNoNodes)
 	}
 	if p := m.pub; p != nil {
-		rc := p.route.Load()
-		if rc == nil || rc.t != t || rc.group != m.group {
-			rc = newRouteCache(t, nodes, m.group)
-			p.route.Store(rc)
-		}
+		rc := p.cache(t, nodes, m.topic, m.group)
 		if int(m.shard) < len(rc.shards) {
 			if n := rc.shards[m.shard]; n != nil && !n.down.Load() {
 				return n, nil
@@ -40,24 +36,46 @@ func (c *Client) route(t *route.Table, nodes map[string]*node, m *msgHead) (*nod
 	return c.failover(t, nodes, m, "", nil)
 }
 
-// routeCache maps one group's shards to their primary nodes in one table.
+// routeCache is a publisher's key for one topic and group and the
+// group's shards' primary nodes in one table.
 type routeCache struct {
 	t          *route.Table
-	group      string
+	key        *msgKey
 	replicated bool    // the group wants copies beyond the primary
 	shards     []*node // nil: look it up the slow way
 }
 
-func newRouteCache(t *route.Table, nodes map[string]*node, group string) *routeCache {
-	rc := &routeCache{t: t, group: group}
-	g, ok := t.Group(group)
+// cache returns p's route cache for topic and group in t, building it if
+// the last one was for another table, topic or group; nodes are t's
+// nodes, or nil to look them up.
+func (p *publisher) cache(t *route.Table, nodes map[string]*node, topic queue.Topic, group string) *routeCache {
+	rc := p.route.Load()
+	if rc != nil && rc.t == t && rc.key.topic == topic && rc.key.group == group {
+		return rc
+	}
+	if rc != nil && rc.t == t && rc.key.group == group {
+		// Another topic, same group: the shards stay.
+		rc = &routeCache{t: t, key: &msgKey{pub: p, topic: topic, group: group}, replicated: rc.replicated, shards: rc.shards}
+	} else {
+		if nodes == nil {
+			nodes = p.c.nodesFor(t)
+		}
+		rc = newRouteCache(t, nodes, &msgKey{pub: p, topic: topic, group: group})
+	}
+	p.route.Store(rc)
+	return rc
+}
+
+func newRouteCache(t *route.Table, nodes map[string]*node, key *msgKey) *routeCache {
+	rc := &routeCache{t: t, key: key}
+	g, ok := t.Group(key.group)
 	if !ok {
 		return rc
 	}
 	rc.replicated = g.Replicas > 0
 	rc.shards = make([]*node, g.ShardNum)
 	for s := range g.ShardNum {
-		if ns, err := t.Nodes(group, s); err == nil {
+		if ns, err := t.Nodes(key.group, s); err == nil {
 			rc.shards[s] = nodes[ns[0].Name]
 		}
 	}
@@ -68,17 +86,6 @@ func newRouteCache(t *route.Table, nodes map[string]*node, group string) *routeC
 type orderKey struct {
 	group string
 	shard uint32
-}
-
-// replicated reports whether group's messages are copied to replicas.
-func (p *publisher) replicated(group string) bool {
-	t := p.c.place.Current()
-	rc := p.route.Load()
-	if rc == nil || rc.t != t || rc.group != group {
-		rc = newRouteCache(t, p.c.nodesFor(t), group)
-		p.route.Store(rc)
-	}
-	return rc.replicated
 }
 
 func (c *Client) order(t *route.Table, m *msgHead, cache map[orderKey][]route.Node) ([]route.Node, error) {
