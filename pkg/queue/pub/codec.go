@@ -34,12 +34,13 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 	if !ok || b == nil || len(b.ProtoReflect().GetUnknown()) > 0 {
 		return c.std.Marshal(v)
 	}
-	size := batchFrameSize(b)
+	inner := batchSize(b)
+	size := 1 + protowire.SizeBytes(inner)
 	if mem.IsBelowBufferPoolingThreshold(size) {
-		return mem.BufferSlice{mem.SliceBuffer(appendBatchFrame(make([]byte, 0, size), b))}, nil
+		return mem.BufferSlice{mem.SliceBuffer(appendBatchFrame(make([]byte, 0, size), b, inner))}, nil
 	}
 	bp := frameBytes.Get(size)
-	*bp = appendBatchFrame((*bp)[:0], b)
+	*bp = appendBatchFrame((*bp)[:0], b, inner)
 	if len(*bp) != size {
 		return nil, fmt.Errorf("queue/pub: batch frame encoded to %d bytes, sized %d", len(*bp), size)
 	}
@@ -72,14 +73,12 @@ func batchSize(b *clusterv1.Batch) int {
 	return n
 }
 
-// batchFrameSize is the encoded size of a StreamRequest holding b.
-func batchFrameSize(b *clusterv1.Batch) int { return 1 + protowire.SizeBytes(batchSize(b)) }
-
-// appendBatchFrame appends a StreamRequest holding b, fields in number
-// order and zero values omitted, as proto.Marshal writes it.
-func appendBatchFrame(buf []byte, b *clusterv1.Batch) []byte {
+// appendBatchFrame appends a StreamRequest holding b, whose encoding is
+// inner (batchSize) bytes long, fields in number order and zero values
+// omitted, as proto.Marshal writes it.
+func appendBatchFrame(buf []byte, b *clusterv1.Batch, inner int) []byte {
 	buf = protowire.AppendTag(buf, fieldRequestBatch, protowire.BytesType)
-	buf = protowire.AppendVarint(buf, uint64(batchSize(b)))
+	buf = protowire.AppendVarint(buf, uint64(inner))
 	if b.BatchId != 0 {
 		buf = protowire.AppendTag(buf, fieldBatchID, protowire.VarintType)
 		buf = protowire.AppendVarint(buf, b.BatchId)
