@@ -2,6 +2,7 @@ package pub_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"slices"
 	"sync"
@@ -207,6 +208,102 @@ func TestTooLargeSplits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitMax)
 	defer cancel()
 	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOnePublisherManyTopicsAndGroups: a publisher remembers the route of
+// its last topic and group (see routeCache). One publisher that writes
+// runs of 16 messages, switching topic every run and group every other
+// run, across a change of the node set in the middle of a run, still puts
+// each message in its own topic's listener on its own group and shard's
+// primary, and nowhere else.
+func TestOnePublisherManyTopicsAndGroups(t *testing.T) {
+	topics := []queue.Topic{queue.TopicStreamWrite, queue.TopicMeasureWrite}
+	groups := []route.Group{{Name: group, ShardNum: shardNum}, {Name: "h", ShardNum: 3}}
+	recs := map[string]map[queue.Topic]*recorder{}
+	var nodes []*testNode
+	for _, name := range []string{"a", "b", "c"} {
+		recs[name] = map[queue.Topic]*recorder{}
+		listeners := map[queue.Topic]queue.Listener{}
+		for _, tp := range topics {
+			recs[name][tp] = newRecorder(false)
+			listeners[tp] = recs[name][tp]
+		}
+		nodes = append(nodes, startNode(t, name, false, listeners))
+	}
+	r := route.NewRouter()
+	place := func(ns ...*testNode) {
+		rn := make([]route.Node, len(ns))
+		for i, n := range ns {
+			rn[i] = n.routeNode()
+		}
+		if _, err := r.Update(rn, groups); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := newClient(t, fastConfig(), r)
+	p := c.NewBatchPublisher(waitMax)
+
+	type placed struct {
+		sent
+		topic   queue.Topic
+		primary string
+	}
+	var all []placed
+	publish := func(phase string, n int) {
+		for range n {
+			i := len(all) // runs go on across phases
+			m := placed{topic: topics[(i/16)%2]}
+			g := groups[(i/32)%2]
+			m.shard = uint32(i) % g.ShardNum
+			m.payload = fmt.Sprintf("%s-%d", phase, i)
+			ns, err := r.Current().Nodes(g.Name, m.shard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.primary = ns[0].Name
+			f, err := p.Publish(context.Background(), m.topic, queue.Message{Group: g.Name, Shard: m.shard, Payload: []byte(m.payload)})
+			if err != nil {
+				t.Fatalf("Publish %s: %v", m.payload, err)
+			}
+			m.f = f
+			all = append(all, m)
+		}
+	}
+	place(nodes[0], nodes[1])
+	publish("two", 72)
+	// A new table in the middle of a run (messages 64 to 79, group g,
+	// every shard once from 72 on): the publisher's cached route is stale.
+	place(nodes...)
+	publish("three", 120)
+
+	sents := make([]sent, len(all))
+	for i, m := range all {
+		sents[i] = m.sent
+	}
+	if _, failed := outcomes(t, sents); len(failed) > 0 {
+		t.Fatalf("%d failed, e.g. %s", len(failed), first(failed))
+	}
+	moved := 0
+	for _, m := range all {
+		for name, byTopic := range recs {
+			for tp, rec := range byTopic {
+				want := name == m.primary && tp == m.topic
+				if rec.has(m.payload) != want {
+					t.Fatalf("%s (topic %s, primary %s): node %s topic %s has it: %v, want %v",
+						m.payload, m.topic, m.primary, name, tp, !want, want)
+				}
+			}
+		}
+		if m.primary == "c" {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Fatal("no message of the second phase was placed on the new node: the table change was not exercised")
+	}
+	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
 }
