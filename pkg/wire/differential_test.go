@@ -466,7 +466,9 @@ func each(t *testing.T, seeds [][]byte, check func(testing.TB, []byte)) {
 
 func TestStreamRequestMatchesProto(t *testing.T) { each(t, streamRequestSeeds(t), checkStreamRequest) }
 
-func TestMeasureRequestMatchesProto(t *testing.T) { each(t, measureRequestSeeds(t), checkMeasureRequest) }
+func TestMeasureRequestMatchesProto(t *testing.T) {
+	each(t, measureRequestSeeds(t), checkMeasureRequest)
+}
 
 func TestStreamWriteMatchesProto(t *testing.T) {
 	each(t, streamWriteSeeds(t), func(t testing.TB, b []byte) { checkClusterWrite(t, b, true) })

@@ -76,9 +76,9 @@ type shape []fieldShape
 type fieldShape uint8
 
 const (
-	sUnknown fieldShape = iota // not a field of the message, or not one that needs a check
-	sString                    // string (singular or repeated): UTF-8
-	sPackedVarint              // repeated int64: packed or not
+	sUnknown      fieldShape = iota // not a field of the message, or not one that needs a check
+	sString                         // string (singular or repeated): UTF-8
+	sPackedVarint                   // repeated int64: packed or not
 )
 
 // nested is a message-typed field's shape, when it has one.
