@@ -13,14 +13,15 @@ import (
 	"github.com/banyand-io/banyand/banyand/liaison"
 	"github.com/banyand-io/banyand/banyand/metadata"
 	"github.com/banyand-io/banyand/banyand/storage"
-	"github.com/banyand-io/banyand/pkg/queue"
+	"github.com/banyand-io/banyand/pkg/bus"
 	"github.com/banyand-io/banyand/pkg/registry/local"
 	"github.com/banyand-io/banyand/pkg/run"
 )
 
 // Standalone runs liaison and storage in one process: the local schema
 // registry, the storage engine and the liaison services joined by the
-// in-process queue. No etcd, no network hop between them.
+// in-process bus, which hands the liaison's batches to the storage
+// listeners as they are. No etcd, no network hop between them.
 type Standalone struct {
 	server   serverFlags
 	DataPath string
@@ -84,7 +85,7 @@ func (s *Standalone) HTTPBoundAddr() string { return httpAddrOf(s.http) }
 // Components implements cli.Role.
 func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 	reg := local.New(local.Config{Dir: registryDir(s.DataPath)}, logger.With("component", "registry"))
-	q := queue.NewLocal(queue.LocalConfig{NodeName: "standalone"})
+	q := bus.New(bus.Config{NodeName: "standalone"})
 	cache := liaison.NewSchemaCache(logger.With("component", "schema"), nil)
 	store := storage.New(s.engine.storageConfig(storageDir(s.DataPath)), cache, logger)
 	promReg := newRoleRegistry()
@@ -121,13 +122,13 @@ func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 		reg,
 		store,
 		&funcComponent{
-			name:  "local-queue",
+			name:  "bus",
 			start: func(context.Context) error { return listeners.subscribe(q, store.Listeners()) },
 			stop: func(ctx context.Context) error {
 				ctx, cancel := withDefaultTimeout(ctx, 10*time.Second)
 				defer cancel()
 				if err := q.Stop(ctx); err != nil {
-					return fmt.Errorf("local queue: %w", err)
+					return fmt.Errorf("bus: %w", err)
 				}
 				return nil
 			},

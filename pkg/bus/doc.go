@@ -1,10 +1,15 @@
-// Package bus is an in-process publish/subscribe bus.
+// Package bus is standalone's queue: the in-process implementation of
+// queue.Queue, joining the liaison's publishers to the storage listeners of
+// the same process without a network hop.
 //
-// Standalone banyand runs the liaison and the storage roles in one process;
-// the local queue joins them through a Bus instead of gRPC streams, so both
-// roles keep talking to the same topic/listener model whether they share a
-// process or not. The bus does no batching, buffering or retrying: it hands a
-// message to the listeners subscribed to its topic and reports what they
-// returned. Anything smarter (acks by id, batching, backpressure) belongs to the
-// queue built on top of it.
+// Each topic has one listener. A publisher coalesces the messages queued
+// while the listener works into one queue.Batch and hands it to the
+// listener as it is: the payload slices the publisher passed, no copy, no
+// encoding, no wrapping. The batch is marked Local, so a listener may skip
+// checks that only guard against a foreign or damaged sender (the liaison
+// that built the messages validated them).
+//
+// The bus runs the same contract suite (pkg/queue/queuetest) as the gRPC
+// publisher and subscriber, so the roles behave the same whether they share
+// a process or not.
 package bus

@@ -1,8 +1,7 @@
 // Package queue is the contract between the liaison's write path and the
-// data nodes' listeners, independent of transport. The local implementation
-// (this package, over pkg/bus) serves standalone mode; pkg/queue/pub and
-// pkg/queue/sub implement it over gRPC for cluster mode. This package knows
-// nothing of gRPC.
+// data nodes' listeners, independent of transport. pkg/bus implements it in
+// process for standalone mode; pkg/queue/pub and pkg/queue/sub implement it
+// over gRPC for cluster mode. This package knows nothing of gRPC.
 package queue
 
 import (
@@ -124,6 +123,12 @@ type Client interface {
 type Batch struct {
 	Topic    Topic
 	Messages [][]byte
+	// Local is set by the in-process queue (pkg/bus): the messages were
+	// built in this process by the liaison, which validated them before
+	// publishing. A listener may then skip checks that guard only against a
+	// foreign or damaged sender, and read just what it needs. A transport
+	// that received the bytes from another process never sets it.
+	Local bool
 }
 
 // Result is a listener's answer to a batch. A nil Errs means all succeeded;
