@@ -22,8 +22,8 @@ import (
 // The differential tests send arbitrary bytes as the second message of a
 // Write stream (the first, the primer, only sets the stream's metadata, so
 // bytes without metadata still reach validation) and compare what Write
-// does, fast path included, with the reference: proto.Unmarshal, then the
-// decode-and-check validation on the decoded message, then proto.Marshal.
+// does with the reference: proto.Unmarshal, then the reference rules on
+// the decoded message (reference_test.go), then proto.Marshal.
 
 const primerID = 1 << 62
 
@@ -43,8 +43,10 @@ func referenceStream(cache *SchemaCache, primer *commonv1.Metadata, raw []byte) 
 		return reference{decodeErr: true}
 	}
 	ref := reference{messageID: req.GetMessageId()}
-	tracker := metadataTracker{current: primer}
-	md, _ := tracker.resolve(req.GetMetadata(), nil)
+	md := primer
+	if req.GetMetadata() != nil {
+		md = req.GetMetadata()
+	}
 	l := cache.snapshot().streams[nameKey{md.GetGroup(), md.GetName()}]
 	switch {
 	case l == nil:
@@ -54,7 +56,7 @@ func referenceStream(cache *SchemaCache, primer *commonv1.Metadata, raw []byte) 
 		ref.status = modelv1.Status_STATUS_EXPIRED_SCHEMA
 		return ref
 	}
-	el, prep, werr := l.prepareStream(&req, nil)
+	el, prep, werr := refPrepareStream(l, &req, nil)
 	if werr != nil {
 		ref.status = werr.status
 		return ref
@@ -77,8 +79,10 @@ func referenceMeasure(cache *SchemaCache, primer *commonv1.Metadata, raw []byte)
 		return reference{decodeErr: true}
 	}
 	ref := reference{messageID: req.GetMessageId()}
-	tracker := metadataTracker{current: primer}
-	md, _ := tracker.resolve(req.GetMetadata(), nil)
+	md := primer
+	if req.GetMetadata() != nil {
+		md = req.GetMetadata()
+	}
 	l := cache.snapshot().measures[nameKey{md.GetGroup(), md.GetName()}]
 	switch {
 	case l == nil:
@@ -88,7 +92,7 @@ func referenceMeasure(cache *SchemaCache, primer *commonv1.Metadata, raw []byte)
 		ref.status = modelv1.Status_STATUS_EXPIRED_SCHEMA
 		return ref
 	}
-	d, prep, werr := l.prepareMeasure(&req, nil)
+	d, prep, werr := refPrepareMeasure(l, &req, nil)
 	if werr != nil {
 		ref.status = werr.status
 		return ref
@@ -204,11 +208,11 @@ func replaceOnce(t testing.TB, b []byte, old, replacement string) []byte {
 	return bytes.Replace(b, []byte(old), []byte(replacement), 1)
 }
 
-// malformed derives requests the fast path must leave to the slow path
-// from a valid one whose element or data point holds the string "svc".
+// malformed derives odd and malformed requests (merged fields, unknown
+// fields, bad encodings) from a valid one whose element or data point holds the string "svc".
 func malformed(t testing.TB, valid []byte) map[string][]byte {
-	value, ok := rawField(valid, 2)
-	if !ok {
+	value := valueField(valid)
+	if value == nil {
 		t.Fatal("seed has no value")
 	}
 	appendField := func(n protowire.Number, typ protowire.Type, v []byte) []byte {
@@ -380,4 +384,24 @@ func fileName(name string) string {
 		}
 		return '-'
 	}, []byte(name)))
+}
+
+// valueField returns field 2 (the element or data point) of a write request.
+func valueField(b []byte) []byte {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil
+		}
+		b = b[n:]
+		if num == 2 && typ == protowire.BytesType {
+			v, _ := protowire.ConsumeBytes(b)
+			return v
+		}
+		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+			return nil
+		}
+		b = b[n:]
+	}
+	return nil
 }

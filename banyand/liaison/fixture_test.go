@@ -24,6 +24,7 @@ import (
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 	"github.com/banyand-io/banyand/pkg/queue"
+	"github.com/banyand-io/banyand/pkg/wire"
 	"github.com/banyand-io/banyand/pkg/registry"
 )
 
@@ -241,7 +242,7 @@ func (p fakePublisher) Publish(_ context.Context, topic queue.Topic, msg queue.M
 func (fakePublisher) Close() error { return nil }
 
 // fakeStream is a Write stream: RecvMsg decodes the queued wire messages
-// with the codec as grpc would (ServerCodec unless codec is set), SendMsg
+// with the codec as grpc would (wire.Codec unless codec is set), SendMsg
 // encodes each answer with it and records it decoded. Only the methods the
 // write path calls are implemented.
 type fakeStream[Req, Resp any] struct {
@@ -256,7 +257,7 @@ func (s *fakeStream[Req, Resp]) Context() context.Context { return s.ctx }
 
 func (s *fakeStream[Req, Resp]) c() encoding.CodecV2 {
 	if s.codec == nil {
-		return ServerCodec()
+		return wire.Codec()
 	}
 	return s.codec
 }

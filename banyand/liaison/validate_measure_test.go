@@ -37,7 +37,6 @@ type measureCase struct {
 	md     *commonv1.Metadata
 	req    *measurev1.WriteRequest
 	status modelv1.Status
-	fast   bool
 	want   *measurev1.DataPointValue // nil: req's
 }
 
@@ -46,8 +45,8 @@ func measureCases() []measureCase {
 	reqOf := func(d *measurev1.DataPointValue) *measurev1.WriteRequest {
 		return &measurev1.WriteRequest{DataPoint: d}
 	}
-	ok := func(name string, fast bool, d *measurev1.DataPointValue) measureCase {
-		return measureCase{name: name, md: md, req: reqOf(d), status: sSucceed, fast: fast}
+	ok := func(name string, d *measurev1.DataPointValue) measureCase {
+		return measureCase{name: name, md: md, req: reqOf(d), status: sSucceed}
 	}
 	bad := func(name string, st modelv1.Status, d *measurev1.DataPointValue) measureCase {
 		return measureCase{name: name, md: md, req: reqOf(d), status: st}
@@ -66,18 +65,18 @@ func measureCases() []measureCase {
 	normTags := []*modelv1.TagFamilyForWrite{fam(vStr("svc"), vNull(), vNull(), vNull(), vNull(), vNull()), fam(vNull(), vInt(9))}
 	return []measureCase{
 		// Success.
-		ok("every field type", true, dp(ts0, allFields(), scalarBase(), extra())),
-		ok("every tag type", false, dp(ts0, allFields(), fullBase(), extra())),
-		ok("null fields", true, dp(ts0, fields(fNull(), fNull(), &modelv1.FieldValue{}, fNull()), scalarBase(), extra())),
-		ok("fewer fields", true, dp(ts0, fields(fInt(1)), scalarBase(), extra())),
-		ok("no fields", true, dp(ts0, nil, scalarBase(), extra())),
-		ok("nulls in non-entity tags", true, dp(ts0, allFields(), fam(vStr("svc"), vNull(), &modelv1.TagValue{}), fam(vNull(), vInt(9)))),
-		ok("trailing tags omitted", true, dp(ts0, allFields(), fam(vStr("svc")), extra())),
-		ok("special floats", true, dp(ts0, fields(fNull(), fFloat(math.Inf(-1))), scalarBase(), extra())),
-		ok("NaN", true, dp(ts0, fields(fNull(), fFloat(math.NaN())), scalarBase(), extra())),
-		ok("no version", true, &measurev1.DataPointValue{Timestamp: ts0, TagFamilies: []*modelv1.TagFamilyForWrite{scalarBase(), extra()}}),
-		ok("timestamp at the maximum", true, dp(timestamppb.New(maxTime), nil, scalarBase(), extra())),
-		{name: "mod_revision current", md: &commonv1.Metadata{Group: testGroup, Name: "m", ModRevision: testMeasRev}, req: reqOf(dp(ts0, nil, scalarBase(), extra())), status: sSucceed, fast: true},
+		ok("every field type", dp(ts0, allFields(), scalarBase(), extra())),
+		ok("every tag type", dp(ts0, allFields(), fullBase(), extra())),
+		ok("null fields", dp(ts0, fields(fNull(), fNull(), &modelv1.FieldValue{}, fNull()), scalarBase(), extra())),
+		ok("fewer fields", dp(ts0, fields(fInt(1)), scalarBase(), extra())),
+		ok("no fields", dp(ts0, nil, scalarBase(), extra())),
+		ok("nulls in non-entity tags", dp(ts0, allFields(), fam(vStr("svc"), vNull(), &modelv1.TagValue{}), fam(vNull(), vInt(9)))),
+		ok("trailing tags omitted", dp(ts0, allFields(), fam(vStr("svc")), extra())),
+		ok("special floats", dp(ts0, fields(fNull(), fFloat(math.Inf(-1))), scalarBase(), extra())),
+		ok("NaN", dp(ts0, fields(fNull(), fFloat(math.NaN())), scalarBase(), extra())),
+		ok("no version", &measurev1.DataPointValue{Timestamp: ts0, TagFamilies: []*modelv1.TagFamilyForWrite{scalarBase(), extra()}}),
+		ok("timestamp at the maximum", dp(timestamppb.New(maxTime), nil, scalarBase(), extra())),
+		{name: "mod_revision current", md: &commonv1.Metadata{Group: testGroup, Name: "m", ModRevision: testMeasRev}, req: reqOf(dp(ts0, nil, scalarBase(), extra())), status: sSucceed},
 		{
 			name: "spec-ordered", md: md, status: sSucceed,
 			req:  specReq(dp(ts0, fields(fFloat(2.5), fInt(1)), bothVals...), spec(bothFams, "ff", "fi")),
@@ -93,7 +92,7 @@ func measureCases() []measureCase {
 		{name: "no metadata on the first message", req: reqOf(dp(ts0, nil, scalarBase(), extra())), status: modelv1.Status_STATUS_METADATA_REQUIRED},
 		{name: "unknown measure", md: streamMD("nope"), req: reqOf(dp(ts0, nil, scalarBase(), extra())), status: modelv1.Status_STATUS_NOT_FOUND},
 		{name: "a stream's name", md: streamMD("s"), req: reqOf(dp(ts0, nil, scalarBase(), extra())), status: modelv1.Status_STATUS_NOT_FOUND},
-		{name: "newer mod_revision", md: &commonv1.Metadata{Group: testGroup, Name: "m", ModRevision: testMeasRev + 1}, req: reqOf(dp(ts0, nil, scalarBase(), extra())), status: modelv1.Status_STATUS_EXPIRED_SCHEMA, fast: true},
+		{name: "newer mod_revision", md: &commonv1.Metadata{Group: testGroup, Name: "m", ModRevision: testMeasRev + 1}, req: reqOf(dp(ts0, nil, scalarBase(), extra())), status: modelv1.Status_STATUS_EXPIRED_SCHEMA},
 
 		// Timestamps.
 		bad("missing timestamp", sInvalidTS, dp(nil, nil, scalarBase(), extra())),
@@ -161,24 +160,14 @@ func TestMeasureWriteValidation(t *testing.T) {
 			}
 
 			l := svc.Measure.schema.snapshot().measures[nameKey{tc.md.GetGroup(), tc.md.GetName()}]
-			if l != nil {
-				var w wireWrite
-				fast := parseMeasureRequest(raw, &w)
-				if fast {
-					_, fast = l.fastPrepareMeasure(&w, nil)
-				}
-				if fast != tc.fast {
-					t.Errorf("fast path taken: %v, want %v", fast, tc.fast)
-				}
-			}
 
 			if tc.status != sSucceed {
 				if len(res.msgs) != 0 {
 					t.Errorf("rejected write published %d messages", len(res.msgs))
 				}
 				if l != nil && tc.status != modelv1.Status_STATUS_EXPIRED_SCHEMA {
-					if _, _, werr := l.prepareMeasure(req, nil); werr == nil || werr.status != tc.status {
-						t.Errorf("prepareMeasure: %v, want %s", werr, tc.status)
+					if _, _, werr := refPrepareMeasure(l, req, nil); werr == nil || werr.status != tc.status {
+						t.Errorf("refPrepareMeasure: %v, want %s", werr, tc.status)
 					}
 				}
 				return
@@ -211,12 +200,12 @@ func TestMeasureWriteValidation(t *testing.T) {
 				t.Errorf("payload\n got %v\nwant %v", &got, wantWrite)
 			}
 
-			gotDP, prep, werr := l.prepareMeasure(req, nil)
+			gotDP, prep, werr := refPrepareMeasure(l, req, nil)
 			if werr != nil {
-				t.Fatalf("prepareMeasure: %v", werr)
+				t.Fatalf("refPrepareMeasure: %v", werr)
 			}
 			if !proto.Equal(gotDP, want) || prep.shard != shard || string(prep.seriesKey) != string(key) {
-				t.Errorf("prepareMeasure: %v shard %d key %x, want %v shard %d key %x", gotDP, prep.shard, prep.seriesKey, want, shard, key)
+				t.Errorf("refPrepareMeasure: %v shard %d key %x, want %v shard %d key %x", gotDP, prep.shard, prep.seriesKey, want, shard, key)
 			}
 		})
 	}

@@ -37,7 +37,7 @@ func fullBase() *modelv1.TagFamilyForWrite {
 }
 
 // scalarBase is a "base" family with its scalar tags only (arrays and
-// timestamp omitted), the shape the fast path takes.
+// timestamp omitted).
 func scalarBase() *modelv1.TagFamilyForWrite {
 	return fam(vStr("svc"), vInt(5), vBin([]byte{0, 1, 2}))
 }
@@ -60,9 +60,6 @@ type streamCase struct {
 	md     *commonv1.Metadata // sent with the message; nil: none
 	req    *streamv1.WriteRequest
 	status modelv1.Status
-	// fast: the wire-level check accepts the request (it then never
-	// reaches the decode-and-check path).
-	fast bool
 	// On success: the element forwarded (nil: req's) and the entity.
 	want   *streamv1.ElementValue
 	entity []route.EntityValue
@@ -71,8 +68,8 @@ type streamCase struct {
 func streamCases() []streamCase {
 	md := streamMD("s")
 	reqOf := func(e *streamv1.ElementValue) *streamv1.WriteRequest { return &streamv1.WriteRequest{Element: e} }
-	ok := func(name string, fast bool, e *streamv1.ElementValue) streamCase {
-		return streamCase{name: name, md: md, req: reqOf(e), status: sSucceed, fast: fast, entity: sEntity}
+	ok := func(name string, e *streamv1.ElementValue) streamCase {
+		return streamCase{name: name, md: md, req: reqOf(e), status: sSucceed, entity: sEntity}
 	}
 	bad := func(name string, st modelv1.Status, e *streamv1.ElementValue) streamCase {
 		return streamCase{name: name, md: md, req: reqOf(e), status: st}
@@ -88,16 +85,16 @@ func streamCases() []streamCase {
 	}
 	return []streamCase{
 		// Success, every tag type and shape.
-		ok("scalar tags", true, el(ts0, scalarBase(), extra())),
-		ok("every tag type", false, el(ts0, fullBase(), extra())),
-		ok("nulls in non-entity tags", true, el(ts0, fam(vStr("svc"), vNull(), vNull(), vNull(), vNull(), vNull()), fam(vNull(), vInt(9)))),
-		ok("unset values in non-entity tags", true, el(ts0, fam(vStr("svc"), &modelv1.TagValue{}, &modelv1.TagValue{}), fam(&modelv1.TagValue{}, vInt(9)))),
-		ok("trailing tags omitted", true, el(ts0, fam(vStr("svc")), extra())),
-		ok("no element id", true, &streamv1.ElementValue{Timestamp: ts0, TagFamilies: []*modelv1.TagFamilyForWrite{scalarBase(), extra()}}),
-		ok("timestamp at the maximum", true, el(timestamppb.New(maxTime), scalarBase(), extra())),
-		ok("timestamp at the minimum", true, el(timestamppb.New(minTime), scalarBase(), extra())),
-		ok("timestamp before 1970", true, el(timestamppb.New(time.UnixMilli(-1)), scalarBase(), extra())),
-		{name: "mod_revision current", md: &commonv1.Metadata{Group: testGroup, Name: "s", ModRevision: testStreamRev}, req: reqOf(el(ts0, scalarBase(), extra())), status: sSucceed, fast: true, entity: sEntity},
+		ok("scalar tags", el(ts0, scalarBase(), extra())),
+		ok("every tag type", el(ts0, fullBase(), extra())),
+		ok("nulls in non-entity tags", el(ts0, fam(vStr("svc"), vNull(), vNull(), vNull(), vNull(), vNull()), fam(vNull(), vInt(9)))),
+		ok("unset values in non-entity tags", el(ts0, fam(vStr("svc"), &modelv1.TagValue{}, &modelv1.TagValue{}), fam(&modelv1.TagValue{}, vInt(9)))),
+		ok("trailing tags omitted", el(ts0, fam(vStr("svc")), extra())),
+		ok("no element id", &streamv1.ElementValue{Timestamp: ts0, TagFamilies: []*modelv1.TagFamilyForWrite{scalarBase(), extra()}}),
+		ok("timestamp at the maximum", el(timestamppb.New(maxTime), scalarBase(), extra())),
+		ok("timestamp at the minimum", el(timestamppb.New(minTime), scalarBase(), extra())),
+		ok("timestamp before 1970", el(timestamppb.New(time.UnixMilli(-1)), scalarBase(), extra())),
+		{name: "mod_revision current", md: &commonv1.Metadata{Group: testGroup, Name: "s", ModRevision: testStreamRev}, req: reqOf(el(ts0, scalarBase(), extra())), status: sSucceed, entity: sEntity},
 		{
 			name: "empty string and binary entity", md: streamMD("ent"),
 			req:    reqOf(el(ts0, fam(vStr(""), vInt(0), vBin(nil), vStrs(), vInts(), vTime(time.Unix(0, 0))))),
@@ -128,7 +125,7 @@ func streamCases() []streamCase {
 		{name: "unknown stream", md: streamMD("nope"), req: reqOf(el(ts0, scalarBase(), extra())), status: modelv1.Status_STATUS_NOT_FOUND},
 		{name: "unknown group", md: &commonv1.Metadata{Group: "other", Name: "s"}, req: reqOf(el(ts0, scalarBase(), extra())), status: modelv1.Status_STATUS_NOT_FOUND},
 		{name: "a measure's name", md: streamMD("m"), req: reqOf(el(ts0, scalarBase(), extra())), status: modelv1.Status_STATUS_NOT_FOUND},
-		{name: "stale mod_revision", md: &commonv1.Metadata{Group: testGroup, Name: "s", ModRevision: testStreamRev - 1}, req: reqOf(el(ts0, scalarBase(), extra())), status: modelv1.Status_STATUS_EXPIRED_SCHEMA, fast: true},
+		{name: "stale mod_revision", md: &commonv1.Metadata{Group: testGroup, Name: "s", ModRevision: testStreamRev - 1}, req: reqOf(el(ts0, scalarBase(), extra())), status: modelv1.Status_STATUS_EXPIRED_SCHEMA},
 
 		// Timestamps.
 		bad("missing timestamp", sInvalidTS, el(nil, scalarBase(), extra())),
@@ -159,7 +156,7 @@ func streamCases() []streamCase {
 		bad("string array for an int array tag", sInvalidArg, el(ts0, withTag(4, vStrs("1")), extra())),
 		bad("int for a timestamp tag", sInvalidArg, el(ts0, withTag(5, vInt(1)), extra())),
 		bad("binary for a string tag", sInvalidArg, el(ts0, scalarBase(), fam(vBin([]byte("x")), vInt(9)))),
-		// The same in the fast path's shape (no arrays or timestamps).
+		// The same with scalar tags only (no arrays or timestamps).
 		bad("scalar shape: int for a string entity tag", sInvalidArg, el(ts0, fam(vInt(1)), extra())),
 		bad("scalar shape: string for an int tag", sInvalidArg, el(ts0, fam(vStr("svc"), vStr("5")), extra())),
 		bad("scalar shape: string for a binary tag", sInvalidArg, el(ts0, fam(vStr("svc"), vInt(5), vStr("b")), extra())),
@@ -209,16 +206,6 @@ func TestStreamWriteValidation(t *testing.T) {
 			}
 
 			l := svc.Stream.schema.snapshot().streams[nameKey{tc.md.GetGroup(), tc.md.GetName()}]
-			if l != nil {
-				var w wireWrite
-				fast := parseStreamRequest(raw, &w)
-				if fast {
-					_, fast = l.fastPrepare(&w, nil)
-				}
-				if fast != tc.fast {
-					t.Errorf("fast path taken: %v, want %v", fast, tc.fast)
-				}
-			}
 
 			if tc.status != sSucceed {
 				if len(res.msgs) != 0 {
@@ -226,8 +213,8 @@ func TestStreamWriteValidation(t *testing.T) {
 				}
 				if l != nil && tc.status != modelv1.Status_STATUS_EXPIRED_SCHEMA {
 					// The validation itself, on the decoded request.
-					if _, _, werr := l.prepareStream(req, nil); werr == nil || werr.status != tc.status {
-						t.Errorf("prepareStream: %v, want %s", werr, tc.status)
+					if _, _, werr := refPrepareStream(l, req, nil); werr == nil || werr.status != tc.status {
+						t.Errorf("refPrepareStream: %v, want %s", werr, tc.status)
 					}
 				}
 				return
@@ -260,13 +247,13 @@ func TestStreamWriteValidation(t *testing.T) {
 				t.Errorf("payload\n got %v\nwant %v", &got, wantWrite)
 			}
 
-			// The decode-and-check path agrees.
-			gotEl, prep, werr := l.prepareStream(req, nil)
+			// The reference rules on the decoded request agree.
+			gotEl, prep, werr := refPrepareStream(l, req, nil)
 			if werr != nil {
-				t.Fatalf("prepareStream: %v", werr)
+				t.Fatalf("refPrepareStream: %v", werr)
 			}
 			if !proto.Equal(gotEl, want) || prep.shard != shard || string(prep.seriesKey) != string(key) {
-				t.Errorf("prepareStream: %v shard %d key %x, want %v shard %d key %x", gotEl, prep.shard, prep.seriesKey, want, shard, key)
+				t.Errorf("refPrepareStream: %v shard %d key %x, want %v shard %d key %x", gotEl, prep.shard, prep.seriesKey, want, shard, key)
 			}
 		})
 	}

@@ -11,17 +11,15 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
-	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 	"github.com/banyand-io/banyand/pkg/queue"
+	"github.com/banyand-io/banyand/pkg/wire"
 )
 
 // WriteConfig tunes the write path.
@@ -34,7 +32,9 @@ type WriteConfig struct {
 // DefaultAckTimeout is WriteConfig.AckTimeout's default.
 const DefaultAckTimeout = 10 * time.Second
 
-// writer holds what both write services share.
+const internalError = modelv1.Status_STATUS_INTERNAL_ERROR
+
+// writer holds what every write service shares.
 type writer struct {
 	logger *slog.Logger
 	schema *SchemaCache
@@ -44,30 +44,106 @@ type writer struct {
 	counters WriteCounters
 }
 
-// metadataTracker remembers a stream's metadata: BanyanDB clients send it
-// on the first message and may omit it afterwards. currentRaw is its wire
-// encoding when the fast path read it (nil otherwise), echoed as is in
-// the responses.
-type metadataTracker struct {
-	current    *commonv1.Metadata
-	currentRaw []byte
+// model is what differs between the data models' write paths: a data
+// model adds one of these and a wire parser, and shares the rest.
+type model struct {
+	name  string // "stream" or "measure", for logs, metrics and reasons
+	topic queue.Topic
+	// value names the request's element or data point, for reasons.
+	value string
+	parse func([]byte, *wire.Request) error
+	// canonical decodes a request into its typed message and encodes it
+	// again, each field once: the parse of the result is never Merged.
+	canonical  func([]byte) ([]byte, error)
+	decodeSpec func([][]byte) (*spec, error)
+	// appendValue encodes a write's values (rebuilt in schema order).
+	appendValue func([]byte, *wire.Point) []byte
+	lookup      func(*schemaSnapshot, nameKey) *layout // nil when unknown
 }
 
-func (m *metadataTracker) resolve(md *commonv1.Metadata, raw []byte) (*commonv1.Metadata, *writeError) {
-	if md != nil {
-		// raw aliases the request's buffer, given back once it is handled:
-		// keep a copy, made only when the metadata changes.
-		if raw == nil || !bytes.Equal(raw, m.currentRaw) {
-			raw = bytes.Clone(raw)
-		} else {
-			raw = m.currentRaw
+func canonical[T proto.Message](newReq func() T) func([]byte) ([]byte, error) {
+	return func(b []byte) ([]byte, error) {
+		req := newReq()
+		if err := proto.Unmarshal(b, req); err != nil {
+			return nil, err
 		}
-		m.current, m.currentRaw = md, raw
+		return proto.MarshalOptions{Deterministic: true}.Marshal(req)
+	}
+}
+
+var (
+	streamModel = &model{
+		name: "stream", topic: queue.TopicStreamWrite, value: "element",
+		parse:       wire.ParseStreamRequest,
+		canonical:   canonical(func() *streamv1.WriteRequest { return new(streamv1.WriteRequest) }),
+		decodeSpec:  decodeStreamSpec,
+		appendValue: wire.AppendElement,
+		lookup: func(s *schemaSnapshot, k nameKey) *layout {
+			if l := s.streams[k]; l != nil {
+				return l.layout
+			}
+			return nil
+		},
+	}
+	measureModel = &model{
+		name: "measure", topic: queue.TopicMeasureWrite, value: "data_point",
+		parse:       wire.ParseMeasureRequest,
+		canonical:   canonical(func() *measurev1.WriteRequest { return new(measurev1.WriteRequest) }),
+		decodeSpec:  decodeMeasureSpec,
+		appendValue: wire.AppendDataPoint,
+		lookup: func(s *schemaSnapshot, k nameKey) *layout {
+			if l := s.measures[k]; l != nil {
+				return l.layout
+			}
+			return nil
+		},
+	}
+)
+
+// metadataTracker remembers a stream's metadata: BanyanDB clients send it
+// on the first message and may omit it afterwards. raw is its encoding as
+// received, echoed as is in the responses.
+type metadataTracker struct {
+	current *commonv1.Metadata
+	raw     []byte
+	decoded metadataCache
+}
+
+// resolve returns the metadata in force after a request carrying raw (nil
+// when it carries none). raw aliases the request's buffer, given back once
+// it is handled: the tracker keeps a copy, made only when it changes.
+func (m *metadataTracker) resolve(raw []byte) (*commonv1.Metadata, *writeError) {
+	if raw != nil && (m.current == nil || !bytes.Equal(raw, m.raw)) {
+		md, err := m.decoded.decode(raw)
+		if err != nil { // the wire parser validated raw: not the client's doing
+			return nil, &writeError{status: internalError, reason: "decode metadata: " + err.Error()}
+		}
+		m.current, m.raw = md, bytes.Clone(raw)
 	}
 	if m.current == nil {
 		return nil, &writeError{status: modelv1.Status_STATUS_METADATA_REQUIRED, reason: "the first message of a write stream must carry metadata"}
 	}
 	return m.current, nil
+}
+
+// metadataCache keeps the last Metadata decoded: a client stream repeats
+// the same one, so it is decoded once. The cached message is shared by
+// every write that uses it and never modified.
+type metadataCache struct {
+	raw []byte
+	md  *commonv1.Metadata
+}
+
+func (c *metadataCache) decode(raw []byte) (*commonv1.Metadata, error) {
+	if c.md != nil && bytes.Equal(raw, c.raw) {
+		return c.md, nil
+	}
+	md := new(commonv1.Metadata)
+	if err := proto.Unmarshal(raw, md); err != nil {
+		return nil, err
+	}
+	c.raw, c.md = bytes.Clone(raw), md
+	return md, nil
 }
 
 func notFound(kind string, md *commonv1.Metadata) *writeError {
@@ -78,169 +154,122 @@ func expired(md *commonv1.Metadata, current int64) *writeError {
 	return &writeError{status: modelv1.Status_STATUS_EXPIRED_SCHEMA, reason: "metadata mod_revision " + itoa(md.GetModRevision()) + " is not the schema's " + itoa(current)}
 }
 
-// received is one client request: its wire bytes and either what the
-// fast path read from them (wire non-nil, md its decoded metadata) or the
-// decoded request (req).
-type received[T proto.Message] struct {
-	raw  []byte
-	wire *wireWrite
-	md   *commonv1.Metadata
-	req  T
-	held mem.BufferSlice // raw's buffer when it is grpc's (see wireRequest)
+// request is one received write request: its frame, read into req.
+type request struct {
+	frame wire.Frame
+	req   wire.Request
 }
 
-// release gives the request's buffer back once handled: raw and wire
-// alias it, so nothing handled may keep them (pendingWrite does not;
-// metadataTracker copies what it keeps).
-func (r received[T]) release() {
-	if r.held != nil {
-		r.held.Free()
+// recv receives the next request into r (reused: the last one was handled
+// and released) and parses it. A request that does not parse ends the
+// stream with the error grpc's typed Recv gives; a merged one is parsed
+// again in its canonical form.
+func (r *request) recv(srv grpc.ServerStream, m *model) error {
+	if err := srv.RecvMsg(&r.frame); err != nil {
+		return err
 	}
-}
-
-// metadataCache keeps the last Metadata decoded on the fast path: a client
-// stream repeats the same one in every request, so it is decoded once.
-// The cached message is shared by every write that uses it and never
-// modified.
-type metadataCache struct {
-	raw []byte
-	md  *commonv1.Metadata
-}
-
-func (c *metadataCache) decode(raw []byte) (*commonv1.Metadata, bool) {
-	if c.md != nil && bytes.Equal(raw, c.raw) {
-		return c.md, true
-	}
-	md := new(commonv1.Metadata)
-	if proto.Unmarshal(raw, md) != nil {
-		return nil, false
-	}
-	c.raw, c.md = bytes.Clone(raw), md
-	return md, true
-}
-
-// recvWrite receives the next request keeping its wire bytes (see
-// wireRequest). parse then reads them into w (reused: the result is only
-// valid until the next call); a request it leaves to the slow path is
-// decoded into newReq() as the stream's typed Recv would, with its error.
-func recvWrite[T proto.Message](srv grpc.ServerStream, in *wireRequest, w *wireWrite, mdc *metadataCache, parse func([]byte, *wireWrite) bool, newReq func() T) (received[T], error) {
-	*in = wireRequest{} // the stream's, reused: the last request was handled and released
-	if err := srv.RecvMsg(in); err != nil {
-		return received[T]{}, err
-	}
-	b := in.bytes()
-	if parse(b, w) {
-		r := received[T]{raw: b, wire: w, held: in.held}
-		if w.metadata == nil {
-			return r, nil
-		}
-		if md, ok := mdc.decode(w.metadata); ok {
-			r.md = md
-			return r, nil
+	err := m.parse(r.frame.Raw, &r.req)
+	if err == nil && r.req.Merged {
+		var canon []byte
+		if canon, err = m.canonical(r.frame.Raw); err == nil {
+			r.frame.Release()
+			r.frame.Raw = canon
+			err = m.parse(canon, &r.req)
 		}
 	}
-	req := newReq()
-	if err := proto.Unmarshal(b, req); err != nil {
-		in.release()
-		// What grpc's typed Recv answers for a message that does not decode.
-		return received[T]{}, status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
+	if err != nil {
+		r.frame.Release()
+		return status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
 	}
-	return received[T]{raw: b, req: req, held: in.held}, nil
+	return nil
 }
 
-// decodeLate decodes a request the fast path read but could not prepare.
-// It does not fail: the fast path only reads well-formed requests.
-func decodeLate[T proto.Message](in received[T], req T) (T, *writeError) {
-	if err := proto.Unmarshal(in.raw, req); err != nil {
-		return req, &writeError{status: modelv1.Status_STATUS_INTERNAL_ERROR, reason: "decode: " + err.Error()}
-	}
-	return req, nil
+// writeStream is the state one client Write stream keeps between messages.
+type writeStream struct {
+	w      *writer
+	m      *model
+	md     metadataTracker
+	specs  specCache
+	recvd  receivedCounter
+	keyBuf []byte
+	// ordered is a spec-ordered write rebuilt in schema order; value is
+	// its encoding.
+	ordered wire.Point
+	value   []byte
 }
 
-// rawField returns the bytes of field n (length-delimited) of a request's
-// wire bytes when it occurs exactly once; ok is false otherwise (absent,
-// repeated, which protobuf merges, or another wire type).
-func rawField(b []byte, n protowire.Number) (v []byte, ok bool) {
-	for len(b) > 0 {
-		num, typ, l := protowire.ConsumeTag(b)
-		if l < 0 {
-			return nil, false
+// handle validates and publishes one request: the one exit of every
+// write to the queue.
+func (s *writeStream) handle(ctx context.Context, r *request, pub queue.BatchPublisher) pendingWrite {
+	defer r.frame.Release()
+	req := &r.req
+	p := pendingWrite{messageID: req.MessageID}
+	md, werr := s.md.resolve(req.Metadata)
+	s.recvd.inc(md.GetGroup())
+	if werr != nil {
+		p.err = werr
+		return p
+	}
+	p.metadata, p.metadataRaw = md, s.md.raw
+	l := s.m.lookup(s.w.schema.snapshot(), nameKey{md.GetGroup(), md.GetName()})
+	if l == nil {
+		p.err = notFound(s.m.name, md)
+		return p
+	}
+	if md.GetModRevision() > 0 && md.GetModRevision() != l.modRevision {
+		p.err = expired(md, l.modRevision)
+		return p
+	}
+	value, prep, werr := s.prepare(l, req)
+	if werr != nil {
+		p.err = werr
+		return p
+	}
+	s.keyBuf = prep.seriesKey
+	buf := payloadPool.Get().(*[]byte)
+	if n := wire.ClusterWriteSize(l.group, l.name, prep.seriesKey, value); cap(*buf) < n {
+		*buf = make([]byte, 0, n)
+	}
+	*buf = wire.AppendClusterWrite((*buf)[:0], l.group, l.name, prep.shard, prep.seriesKey, value, l.modRevision)
+	p.payload = buf
+	f, err := pub.Publish(ctx, s.m.topic, queue.Message{Group: l.group, Shard: prep.shard, Payload: *buf})
+	if err != nil {
+		if !errors.Is(err, context.Canceled) {
+			s.w.logger.Warn("publish failed", "group", l.group, "topic", string(s.m.topic), "shard", prep.shard, "error", err)
 		}
-		b = b[l:]
-		l = protowire.ConsumeFieldValue(num, typ, b)
-		if l < 0 {
-			return nil, false
-		}
-		if num == n {
-			if typ != protowire.BytesType || v != nil {
-				return nil, false
-			}
-			fv, fl := protowire.ConsumeBytes(b)
-			if fl < 0 {
-				return nil, false
-			}
-			v = fv
-			if v == nil {
-				v = []byte{}
-			}
-		}
-		b = b[l:]
+		p.err = &writeError{status: internalError, reason: err.Error()}
+		return p
 	}
-	return v, v != nil
+	p.future = f
+	return p
 }
 
-// appendWrite encodes a clusterv1.StreamWrite or MeasureWrite (same field
-// numbers) around value, the marshalled ElementValue or DataPointValue, the
-// way proto.Marshal would encode the struct: fields in number order, zero
-// scalars left out, the message field always present.
-func appendWrite(b []byte, group, name string, shard uint32, seriesKey, value []byte, rev int64) []byte {
-	if group != "" {
-		b = protowire.AppendTag(b, 1, protowire.BytesType)
-		b = protowire.AppendString(b, group)
+// prepare applies the rules to a write and returns the value to publish:
+// the request's own bytes, or its values rebuilt in schema order when a
+// spec names them in another.
+func (s *writeStream) prepare(l *layout, req *wire.Request) ([]byte, prepared, *writeError) {
+	if req.Value == nil {
+		return nil, prepared{}, invalid("%s is required", s.m.value)
 	}
-	if name != "" {
-		b = protowire.AppendTag(b, 2, protowire.BytesType)
-		b = protowire.AppendString(b, name)
+	point := &req.Point
+	if werr := checkTimestamp(point); werr != nil {
+		return nil, prepared{}, werr
 	}
-	if shard != 0 {
-		b = protowire.AppendTag(b, 3, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(shard))
-	}
-	if len(seriesKey) > 0 {
-		b = protowire.AppendTag(b, 4, protowire.BytesType)
-		b = protowire.AppendBytes(b, seriesKey)
-	}
-	b = protowire.AppendTag(b, 5, protowire.BytesType)
-	b = protowire.AppendBytes(b, value)
-	if rev != 0 {
-		b = protowire.AppendTag(b, 6, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(rev))
-	}
-	return b
-}
-
-// writeSize bounds appendWrite's output.
-func writeSize(group, name string, seriesKey, value []byte) int {
-	return len(group) + len(name) + len(seriesKey) + len(value) + 6*protowire.SizeVarint(1<<63)
-}
-
-// encodeWrite is the payload of one write: value spliced in as received
-// when the request carried it once and the liaison did not rewrite it
-// (spliced non-nil), otherwise rec marshalled. A spliced payload is built in a
-// buffer of payloadPool, returned as buf for the answer loop to give back
-// once the write is acked (see pendingWrite.payloadAcked); buf is nil
-// otherwise.
-func encodeWrite(l *layout, prep prepared, spliced []byte, rec proto.Message) (payload []byte, buf *[]byte, err error) {
-	if spliced != nil {
-		buf = payloadPool.Get().(*[]byte)
-		if n := writeSize(l.group, l.name, prep.seriesKey, spliced); cap(*buf) < n {
-			*buf = make([]byte, 0, n)
+	value := req.Value
+	if len(req.Spec) > 0 {
+		pl, werr := s.specs.resolve(l, req.Spec, s.m.decodeSpec)
+		if werr == nil {
+			werr = pl.reorder(l, point, &s.ordered)
 		}
-		*buf = appendWrite((*buf)[:0], l.group, l.name, prep.shard, prep.seriesKey, spliced, l.modRevision)
-		return *buf, buf, nil
+		if werr != nil {
+			return nil, prepared{}, werr
+		}
+		point = &s.ordered
+		s.value = s.m.appendValue(s.value[:0], point)
+		value = s.value
 	}
-	payload, err = proto.Marshal(rec)
-	return payload, nil, err
+	prep, werr := l.prepare(point, s.keyBuf)
+	return value, prep, werr
 }
 
 // payloadPool recycles the buffers of encoded writes: at ~300 bytes a
@@ -252,209 +281,44 @@ var payloadPool = sync.Pool{New: func() any { return new([]byte) }}
 // maxPooledPayload keeps a rare huge write from pinning its buffer in the pool.
 const maxPooledPayload = 16 << 10
 
-// publish hands one encoded write to the publisher.
-func (w *writer) publish(ctx context.Context, pub queue.BatchPublisher, topic queue.Topic, group string, shard uint32, payload []byte, err error) (queue.Future, *writeError) {
-	if err != nil {
-		return queue.Future{}, &writeError{status: modelv1.Status_STATUS_INTERNAL_ERROR, reason: "encode: " + err.Error()}
-	}
-	f, err := pub.Publish(ctx, topic, queue.Message{Group: group, Shard: shard, Payload: payload})
-	if err != nil {
-		if !errors.Is(err, context.Canceled) {
-			w.logger.Warn("publish failed", "group", group, "topic", string(topic), "shard", shard, "error", err)
-		}
-		return queue.Future{}, &writeError{status: modelv1.Status_STATUS_INTERNAL_ERROR, reason: err.Error()}
-	}
-	return f, nil
-}
-
-// writeRequest is what the stream and measure WriteRequests share.
-type writeRequest interface {
-	proto.Message
-	GetMessageId() uint64
-	GetMetadata() *commonv1.Metadata
-}
-
-// kindLayout is a stream's or a measure's schema as its write path uses it.
-type kindLayout[Req writeRequest] interface {
-	base() *layout
-	// fast prepares a request the wire-level parser read; false sends it
-	// down the slow path.
-	fast(w *wireWrite, keyBuf []byte) (prepared, bool)
-	// slow validates a decoded request. unchanged reports that the value
-	// is the request's own, so its wire bytes can be forwarded as they came;
-	// otherwise rec is the record to encode.
-	slow(req Req, keyBuf []byte) (rec proto.Message, unchanged bool, p prepared, werr *writeError)
-}
-
-// writeKind is what differs between the stream and the measure write path.
-type writeKind[Req writeRequest] struct {
-	name   string // "stream" or "measure", for NOT_FOUND reasons
-	topic  queue.Topic
-	parse  func([]byte, *wireWrite) bool
-	newReq func() Req
-	lookup func(*schemaSnapshot, nameKey) kindLayout[Req] // nil when unknown
-}
-
-var (
-	streamKind = &writeKind[*streamv1.WriteRequest]{
-		name: "stream", topic: queue.TopicStreamWrite, parse: parseStreamRequest,
-		newReq: func() *streamv1.WriteRequest { return new(streamv1.WriteRequest) },
-		lookup: func(s *schemaSnapshot, k nameKey) kindLayout[*streamv1.WriteRequest] {
-			if l := s.streams[k]; l != nil {
-				return l
-			}
-			return nil
-		},
-	}
-	measureKind = &writeKind[*measurev1.WriteRequest]{
-		name: "measure", topic: queue.TopicMeasureWrite, parse: parseMeasureRequest,
-		newReq: func() *measurev1.WriteRequest { return new(measurev1.WriteRequest) },
-		lookup: func(s *schemaSnapshot, k nameKey) kindLayout[*measurev1.WriteRequest] {
-			if l := s.measures[k]; l != nil {
-				return l
-			}
-			return nil
-		},
-	}
-)
-
-func (l *streamLayout) base() *layout { return l.layout }
-
-func (l *streamLayout) fast(w *wireWrite, keyBuf []byte) (prepared, bool) {
-	return l.fastPrepare(w, keyBuf)
-}
-
-func (l *streamLayout) slow(req *streamv1.WriteRequest, keyBuf []byte) (proto.Message, bool, prepared, *writeError) {
-	el, prep, werr := l.prepareStream(req, keyBuf)
-	if werr != nil {
-		return nil, false, prep, werr
-	}
-	return &clusterv1.StreamWrite{
-		Group: l.group, Name: l.name, ShardId: prep.shard, SeriesKey: prep.seriesKey,
-		Element: el, SchemaModRevision: l.modRevision,
-	}, el == req.GetElement(), prep, nil
-}
-
-func (l *measureLayout) base() *layout { return l.layout }
-
-func (l *measureLayout) fast(w *wireWrite, keyBuf []byte) (prepared, bool) {
-	return l.fastPrepareMeasure(w, keyBuf)
-}
-
-func (l *measureLayout) slow(req *measurev1.WriteRequest, keyBuf []byte) (proto.Message, bool, prepared, *writeError) {
-	dp, prep, werr := l.prepareMeasure(req, keyBuf)
-	if werr != nil {
-		return nil, false, prep, werr
-	}
-	return &clusterv1.MeasureWrite{
-		Group: l.group, Name: l.name, ShardId: prep.shard, SeriesKey: prep.seriesKey,
-		DataPoint: dp, SchemaModRevision: l.modRevision,
-	}, dp == req.GetDataPoint(), prep, nil
-}
-
-// serveWrites runs one client Write stream of either kind: every request
-// gets an answer with its message_id once its data node acked it durably,
-// or an error status.
-func serveWrites[Req writeRequest](w *writer, srv grpc.ServerStream, k *writeKind[Req], send func(pendingWrite, modelv1.Status) error) error {
-	var md metadataTracker
-	var mdc metadataCache
-	var keyBuf []byte
-	var wire wireWrite
-	var in wireRequest // received into, one request at a time
-	recvCount := receivedCounter{src: w.counters, kind: k.name}
-	answerCount := answeredCounter{src: w.counters, kind: k.name}
-	sess := writeSession[received[Req]]{
+// serveWrites runs one client Write stream of model m: every request gets
+// an answer with its message_id once its data node acked it durably, or
+// an error status.
+func serveWrites(w *writer, srv grpc.ServerStream, m *model) error {
+	st := &writeStream{w: w, m: m, recvd: receivedCounter{src: w.counters, kind: m.name}}
+	var in request // received into, one request at a time
+	answerCount := answeredCounter{src: w.counters, kind: m.name}
+	send := sendWriteResponse(srv)
+	sess := writeSession[*request]{
 		logger: w.logger,
-		kind:   k.name,
-		recv: func() (received[Req], error) {
-			return recvWrite(srv, &in, &wire, &mdc, k.parse, k.newReq)
+		kind:   m.name,
+		recv: func() (*request, error) {
+			return &in, in.recv(srv, m)
 		},
 		publish: w.queue.NewBatchPublisher(w.cfg.AckTimeout),
-		send: func(p pendingWrite, st modelv1.Status) error {
-			if err := send(p, st); err != nil {
+		send: func(p pendingWrite, code modelv1.Status) error {
+			if err := send(p, code); err != nil {
 				return err
 			}
-			answerCount.inc(p.metadata.GetGroup(), st)
+			answerCount.inc(p.metadata.GetGroup(), code)
 			return nil
 		},
-		handle: func(ctx context.Context, in received[Req], pub queue.BatchPublisher) pendingWrite {
-			defer in.release()
-			req := in.req
-			var p pendingWrite
-			var reqMD *commonv1.Metadata
-			var reqMDRaw []byte
-			if in.wire != nil {
-				p.messageID, reqMD, reqMDRaw = in.wire.messageID, in.md, in.wire.metadata
-			} else {
-				p.messageID, reqMD = req.GetMessageId(), req.GetMetadata()
-			}
-			m, werr := md.resolve(reqMD, reqMDRaw)
-			recvCount.inc(m.GetGroup())
-			if werr != nil {
-				p.err = werr
-				return p
-			}
-			p.metadata, p.metadataRaw = m, md.currentRaw
-			kl := k.lookup(w.schema.snapshot(), nameKey{m.GetGroup(), m.GetName()})
-			if kl == nil {
-				p.err = notFound(k.name, m)
-				return p
-			}
-			l := kl.base()
-			if m.GetModRevision() > 0 && m.GetModRevision() != l.modRevision {
-				p.err = expired(m, l.modRevision)
-				return p
-			}
-			if in.wire != nil {
-				if prep, ok := kl.fast(in.wire, keyBuf); ok {
-					keyBuf = prep.seriesKey
-					payload, buf, err := encodeWrite(l, prep, in.wire.value, nil)
-					p.future, p.err = w.publish(ctx, pub, k.topic, l.group, prep.shard, payload, err)
-					p.payload = buf
-					return p
-				}
-				if req, p.err = decodeLate(in, k.newReq()); p.err != nil {
-					return p
-				}
-			}
-			rec, unchanged, prep, werr := kl.slow(req, keyBuf)
-			if werr != nil {
-				p.err = werr
-				return p
-			}
-			keyBuf = prep.seriesKey
-			var spliced []byte
-			if unchanged { // not rewritten from a tag family or data point spec
-				spliced, _ = rawField(in.raw, 2)
-			}
-			payload, buf, err := encodeWrite(l, prep, spliced, rec)
-			p.future, p.err = w.publish(ctx, pub, k.topic, l.group, prep.shard, payload, err)
-			p.payload = buf
-			return p
-		},
+		handle: st.handle,
 	}
 	return sess.run(srv.Context())
 }
 
 // sendWriteResponse answers one write on srv: a stream.v1 or measure.v1
-// WriteResponse (same fields), encoded by hand with the request's metadata
-// echoed as it came, when the fast path read it.
+// WriteResponse (same fields), with the stream's metadata echoed as it came.
 func sendWriteResponse(srv grpc.ServerStream) func(pendingWrite, modelv1.Status) error {
-	// One wrapper for the stream: SendMsg has encoded it when it returns,
+	// One frame for the stream: SendMsg has encoded it when it returns,
 	// and only the answer loop sends. The bytes themselves are written
 	// after SendMsg returns, so each response has its own.
-	var resp wireResponse
+	var resp wire.Frame
 	return func(p pendingWrite, st modelv1.Status) error {
-		md := p.metadataRaw
-		if md == nil && p.metadata != nil {
-			var err error
-			if md, err = proto.Marshal(p.metadata); err != nil {
-				return status.Errorf(codes.Internal, "encode write response: %v", err)
-			}
-		}
 		name := st.String()
-		b := make([]byte, 0, 2*binary.MaxVarintLen64+len(name)+len(md))
-		resp.set(appendWriteResponse(b, p.messageID, name, md, p.metadata != nil))
+		b := make([]byte, 0, 2*binary.MaxVarintLen64+len(name)+len(p.metadataRaw))
+		resp.Raw = wire.AppendWriteResponse(b, p.messageID, name, p.metadataRaw, p.metadata != nil)
 		return srv.SendMsg(&resp)
 	}
 }
@@ -468,7 +332,7 @@ type StreamService struct {
 
 // Write implements the bidirectional write stream.
 func (s *StreamService) Write(srv streamv1.StreamService_WriteServer) error {
-	return serveWrites(&s.writer, srv, streamKind, sendWriteResponse(srv))
+	return serveWrites(&s.writer, srv, streamModel)
 }
 
 // MeasureService serves banyandb.measure.v1.MeasureService.
@@ -480,5 +344,5 @@ type MeasureService struct {
 
 // Write is StreamService.Write for data points.
 func (s *MeasureService) Write(srv measurev1.MeasureService_WriteServer) error {
-	return serveWrites(&s.writer, srv, measureKind, sendWriteResponse(srv))
+	return serveWrites(&s.writer, srv, measureModel)
 }

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/banyand-io/banyand/banyand/liaison"
+	"github.com/banyand-io/banyand/pkg/wire"
 )
 
 // Defaults shared by the roles. The client port is BanyanDB's, so clients
@@ -59,7 +60,7 @@ func (c *serverFlags) validate() error {
 func (c *serverFlags) clientServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		// The write path receives and answers at the wire level.
-		grpc.ForceServerCodecV2(liaison.ServerCodec()),
+		grpc.ForceServerCodecV2(wire.Codec()),
 		grpc.MaxRecvMsgSize(c.MaxRecvMsgSize),
 		// Write streams are long-lived; keepalive lets dead clients go.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),

@@ -5,6 +5,7 @@ import (
 
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
+	"github.com/banyand-io/banyand/pkg/wire"
 )
 
 // tagRef is the position and type of one schema tag.
@@ -18,12 +19,22 @@ type tagRef struct {
 type familyLayout struct {
 	name  string
 	tags  []databasev1.TagType
+	kinds []wire.Kind    // tagKinds of tags
 	index map[string]int // tag name → position, for spec-ordered writes
+	start int            // position of the family's first tag among all tags
 }
 
-// layout is the precomputed shape of a stream's or measure's tags, built
-// once per schema revision so a write resolves positions without lookups
-// by name (except for spec-ordered writes).
+// fieldLayout is one field of a measure schema.
+type fieldLayout struct {
+	name string
+	typ  databasev1.FieldType
+	kind wire.Kind // fieldKinds[typ]
+}
+
+// layout is the precomputed shape of a stream's or measure's values,
+// built once per schema revision so a write resolves positions without
+// lookups by name (except for spec-ordered writes). Every data model's
+// write path checks its writes against one.
 type layout struct {
 	group       string
 	name        string
@@ -31,7 +42,11 @@ type layout struct {
 	modRevision int64
 	families    []familyLayout
 	familyIndex map[string]int
+	numTags     int // tags over all families
 	entity      []tagRef
+	// fields are a measure's fields; a stream has none.
+	fields     []fieldLayout
+	fieldIndex map[string]int
 }
 
 func newLayout(md *commonv1.Metadata, g *commonv1.Group, families []*databasev1.TagFamilySpec, entity *databasev1.Entity) (*layout, error) {
@@ -47,12 +62,14 @@ func newLayout(md *commonv1.Metadata, g *commonv1.Group, families []*databasev1.
 	}
 	byName := map[string]tagRef{}
 	for fi, f := range families {
-		fl := familyLayout{name: f.GetName(), index: make(map[string]int, len(f.GetTags()))}
+		fl := familyLayout{name: f.GetName(), index: make(map[string]int, len(f.GetTags())), start: l.numTags}
 		for ti, t := range f.GetTags() {
 			fl.tags = append(fl.tags, t.GetType())
+			fl.kinds = append(fl.kinds, tagKinds[t.GetType()])
 			fl.index[t.GetName()] = ti
 			byName[t.GetName()] = tagRef{family: fi, tag: ti, name: t.GetName(), typ: t.GetType()}
 		}
+		l.numTags += len(fl.tags)
 		l.families = append(l.families, fl)
 		l.familyIndex[f.GetName()] = fi
 	}
@@ -69,7 +86,7 @@ func newLayout(md *commonv1.Metadata, g *commonv1.Group, families []*databasev1.
 	return l, nil
 }
 
-// streamLayout is a stream's write-path view.
+// streamLayout is a stream's layout and schema (queries send the schema).
 type streamLayout struct {
 	*layout
 	schema *databasev1.Stream
@@ -83,12 +100,10 @@ func newStreamLayout(g *commonv1.Group, s *databasev1.Stream) (*streamLayout, er
 	return &streamLayout{layout: l, schema: s}, nil
 }
 
-// measureLayout is a measure's write-path view: tags plus fields.
+// measureLayout is a measure's layout and schema.
 type measureLayout struct {
 	*layout
-	schema     *databasev1.Measure
-	fields     []databasev1.FieldType
-	fieldIndex map[string]int
+	schema *databasev1.Measure
 }
 
 func newMeasureLayout(g *commonv1.Group, m *databasev1.Measure) (*measureLayout, error) {
@@ -96,10 +111,10 @@ func newMeasureLayout(g *commonv1.Group, m *databasev1.Measure) (*measureLayout,
 	if err != nil {
 		return nil, err
 	}
-	ml := &measureLayout{layout: l, schema: m, fieldIndex: make(map[string]int, len(m.GetFields()))}
+	l.fieldIndex = make(map[string]int, len(m.GetFields()))
 	for i, f := range m.GetFields() {
-		ml.fields = append(ml.fields, f.GetFieldType())
-		ml.fieldIndex[f.GetName()] = i
+		l.fields = append(l.fields, fieldLayout{name: f.GetName(), typ: f.GetFieldType(), kind: fieldKinds[f.GetFieldType()]})
+		l.fieldIndex[f.GetName()] = i
 	}
-	return ml, nil
+	return &measureLayout{layout: l, schema: m}, nil
 }
