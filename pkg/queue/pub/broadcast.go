@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/banyand-io/banyand/pkg/queue"
+	"github.com/banyand-io/banyand/pkg/queue/pub/internal/sendq"
 	"github.com/banyand-io/banyand/pkg/route"
 )
 
@@ -21,7 +22,7 @@ func (c *Client) Broadcast(ctx context.Context, topic queue.Topic, group string,
 	if c.closed.Load() {
 		return nil, fmt.Errorf("queue/pub: broadcast to %q: client %w", topic, queue.ErrClosed)
 	}
-	if uint64(len(payload)) > math.MaxUint32 { // msgHead.plen; far over any batch cap anyway
+	if uint64(len(payload)) > math.MaxUint32 { // Head.Plen; far over any batch cap anyway
 		return nil, fmt.Errorf("queue/pub: broadcast to %q: %d byte payload: %w", topic, len(payload), queue.ErrInvalidMessage)
 	}
 	t := c.place.Current()
@@ -43,28 +44,28 @@ func (c *Client) Broadcast(ctx context.Context, topic queue.Topic, group string,
 	if !ok {
 		deadline = time.Now().Add(c.cfg.BroadcastTimeout)
 	}
-	key := &msgKey{topic: topic, group: group}
+	key := &sendq.Key{Topic: topic, Group: group}
 	msgs := make([]msg, len(names))
 	replies := make([]queue.Reply, len(names))
 	for i, name := range names {
 		m := &msgs[i]
-		m.msgKey, m.plen, m.deadline = key, uint32(len(payload)), deadline.UnixNano()
-		m.x = &msgExtra{pinned: true, node: name, payload: payload}
+		m.Key, m.Plen, m.Deadline = key, uint32(len(payload)), deadline.UnixNano()
+		m.X = &sendq.Extra{Pinned: true, Node: name, Payload: payload}
 		replies[i].Node = name
-		if _, _, err := c.publish(ctx, &m.msgHead, payload, m); err != nil {
+		if _, err := c.publish(ctx, nil, &m.Head, payload, m); err != nil {
 			replies[i].Err = err
-			m.resolve(err, nil)
+			m.Resolve(err, nil)
 		}
 	}
 	for i := range msgs {
 		if replies[i].Err != nil {
 			continue
 		}
-		if err := msgs[i].Wait(ctx, nil); err != nil {
+		if err := msgs[i].Future().Get(ctx); err != nil {
 			replies[i].Err = err
 			continue
 		}
-		replies[i].Payload = msgs[i].x.reply
+		replies[i].Payload = msgs[i].X.Reply
 	}
 	return replies, nil
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/banyand-io/banyand/pkg/queue"
+	"github.com/banyand-io/banyand/pkg/queue/pub/internal/sendq"
 	"github.com/banyand-io/banyand/pkg/route"
 )
 
@@ -79,7 +80,7 @@ type Observer interface {
 // copies already queued are still delivered. With replicas = 0 none of
 // this runs: a message is one queued msg, as without replication.
 //
-// Batching: a node's queue is split into a few lanes, each a list of
+// Batching: a node's queue (package sendq) is split into a few lanes, each a list of
 // batches per topic; a publisher appends to the newest batch of its own
 // lane (picked by the publisher's number) while it is under the batch caps,
 // so concurrent publishers do not share a lock, and a stream's send loop
@@ -151,8 +152,9 @@ type Client struct {
 	awaiting     atomic.Int64 // Publish calls in awaitNodes
 	waitingMsgs  atomic.Int64 // messages the last tick kept on the retry list for want of a node
 
-	reconnects, replaced, batches, sent, underReplicated, recycled, held atomic.Int64
-	lanes                                                                atomic.Uint32 // publishers made, for their lanes
+	reconnects, replaced, batches, sent, underReplicated atomic.Int64
+	counters                                             sendq.Counters // the node queues' (held, recycled)
+	lanes                                                atomic.Uint32  // publishers made, for their lanes
 	// underLogged is the underReplicated count last logged (by tick only).
 	underLogged int64
 }
@@ -184,7 +186,7 @@ func New(cfg Config, deps Deps) *Client {
 
 // NewBatchPublisher implements queue.Client.
 func (c *Client) NewBatchPublisher(timeout time.Duration) queue.BatchPublisher {
-	return &publisher{c: c, lane: c.lanes.Add(1), timeout: timeout, idle: make(chan struct{})}
+	return &publisher{c: c, own: sendq.NewOwner(c.lanes.Add(1)), timeout: timeout}
 }
 
 func (c *Client) errClosed(topic queue.Topic) error {
@@ -193,10 +195,11 @@ func (c *Client) errClosed(topic queue.Topic) error {
 
 // publish routes a message and queues it, waiting for room as Client
 // describes. m is the message, or nil to queue a new one made from h (see
-// node.enqueue); otherwise h is &m.msgHead. publish returns the queued
-// message and its outcome (see node.enqueue), or nil and no error for a
-// replica copy given up for lack of nodes (see Client).
-func (c *Client) publish(ctx context.Context, h *msgHead, payload []byte, m *msg) (*msg, *outcome, error) {
+// sendq.Queue.Push); otherwise h is &m.Head. p is the publisher of a new
+// one, whose route cache it uses, or nil. publish returns the new
+// message's future, or none and no error for a given m, or for a replica
+// copy given up for lack of nodes (see Client).
+func (c *Client) publish(ctx context.Context, p *publisher, h *sendq.Head, payload []byte, m *msg) (queue.Future, error) {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -206,46 +209,46 @@ func (c *Client) publish(ctx context.Context, h *msgHead, payload []byte, m *msg
 	var n *node
 	for {
 		if c.closed.Load() {
-			return nil, nil, c.errClosed(h.topic)
+			return queue.Future{}, c.errClosed(h.Topic)
 		}
 		t := c.place.Current()
 		var err error
-		if m != nil && m.rep() != nil {
+		if m != nil && repOf(m) != nil {
 			n, err = c.routeCopy(t, c.nodesFor(t), m, nil)
 			if n == nil && err == nil {
-				return nil, nil, nil
+				return queue.Future{}, nil
 			}
 		} else {
-			n, err = c.route(t, c.nodesFor(t), h)
+			n, err = c.route(t, c.nodesFor(t), p, h)
 		}
 		if err != nil {
-			if errors.Is(err, queue.ErrNoNodes) && c.awaitNodes(ctx, t, h.deadline) {
+			if errors.Is(err, queue.ErrNoNodes) && c.awaitNodes(ctx, t, h.Deadline) {
 				continue
 			}
-			return nil, nil, err
+			return queue.Future{}, err
 		}
-		queued, out, room, err := n.enqueue(h, payload, m)
+		f, room, queued, err := n.enqueue(h, payload, m)
 		switch {
 		case err != nil:
-			return nil, nil, err
-		case queued != nil:
-			return queued, out, nil
+			return queue.Future{}, err
+		case queued:
+			return f, nil
 		case room == nil:
 			continue // the node left the table meanwhile: route again
 		}
 		if timer == nil {
-			wait := min(c.cfg.PublishWait, time.Until(time.Unix(0, h.deadline)))
+			wait := min(c.cfg.PublishWait, time.Until(time.Unix(0, h.Deadline)))
 			timer = time.NewTimer(wait)
 		}
 		select {
 		case <-room:
 		case <-ctx.Done():
-			return nil, nil, fmt.Errorf("queue/pub: waiting for room to publish to %q on node %s: %w", h.topic, n.name, ctx.Err())
+			return queue.Future{}, fmt.Errorf("queue/pub: waiting for room to publish to %q on node %s: %w", h.Topic, n.name, ctx.Err())
 		case <-c.closedCh:
-			return nil, nil, c.errClosed(h.topic)
+			return queue.Future{}, c.errClosed(h.Topic)
 		case <-timer.C:
-			return nil, nil, fmt.Errorf("queue/pub: node %s holds %d bytes queued and in flight (limit %d); "+
-				"gave up publishing to %q: %w", n.name, n.usedBytes(), c.cfg.MaxBytesPerNode, h.topic,
+			return queue.Future{}, fmt.Errorf("queue/pub: node %s holds %d bytes queued and in flight (limit %d); "+
+				"gave up publishing to %q: %w", n.name, n.usedBytes(), c.cfg.MaxBytesPerNode, h.Topic,
 				queue.ErrResourceExhausted)
 		}
 	}
@@ -418,35 +421,35 @@ func (c *Client) replace(t *route.Table, nodes map[string]*node, msgs []*msg, no
 	nowNano := now.UnixNano()
 	for _, m := range msgs {
 		switch {
-		case m.isDone():
+		case m.IsDone():
 			continue
-		case m.expired(nowNano):
-			m.resolve(deadlineErr(m, m.avoid()), nil)
+		case m.Expired(nowNano):
+			m.Resolve(sendq.DeadlineErr(m, m.Avoid()), nil)
 			continue
-		case m.pinned():
-			m.resolve(fmt.Errorf("queue/pub: node %s did not answer the %q request: %w", m.avoid(), m.topic, queue.ErrNoNodes), nil)
+		case m.Pinned():
+			m.Resolve(fmt.Errorf("queue/pub: node %s did not answer the %q request: %w", m.Avoid(), m.Topic, queue.ErrNoNodes), nil)
 			continue
 		}
 		var n *node
 		var err error
-		if m.rep() != nil {
+		if repOf(m) != nil {
 			n, err = c.routeCopy(t, nodes, m, cache)
 		} else {
-			n, err = c.failover(t, nodes, &m.msgHead, m.avoid(), cache)
+			n, err = c.failover(t, nodes, &m.Head, m.Avoid(), cache)
 		}
 		if err != nil {
 			if errors.Is(err, queue.ErrNoNodes) && c.noNodesGrace(nowNano) {
-				m.failedOn(m.avoid(), err) // reported if its deadline passes first
+				m.FailedOn(m.Avoid(), err) // reported if its deadline passes first
 				waiting = append(waiting, m)
 				continue
 			}
-			m.resolve(err, nil)
+			m.Resolve(err, nil)
 			continue
 		}
 		if n == nil {
 			continue // a replica copy given up: the others hold the message
 		}
-		if n.name != m.avoid() {
+		if n.name != m.Avoid() {
 			c.replaced.Add(1)
 		}
 		targets[n] = append(targets[n], m)
@@ -466,15 +469,6 @@ func (c *Client) retryLater(ms ...*msg) {
 	c.retryMu.Lock()
 	c.retry = append(c.retry, ms...)
 	c.retryMu.Unlock()
-}
-
-func deadlineErr(m *msg, node string) error {
-	if m.x != nil && m.x.lastFail != nil {
-		return fmt.Errorf("queue/pub: %q message for group %q shard %d (last node %q) not acked before its deadline "+
-			"(last failure: %v): %w", m.topic, m.group, m.shard, node, m.x.lastFail, queue.ErrDeadline)
-	}
-	return fmt.Errorf("queue/pub: %q message for group %q shard %d (last node %q) not acked before its deadline: %w",
-		m.topic, m.group, m.shard, node, queue.ErrDeadline)
 }
 
 // Close stops intake (Publish and Broadcast return queue.ErrClosed), waits
@@ -514,8 +508,8 @@ func (c *Client) Close(ctx context.Context) error {
 	c.retryMu.Unlock()
 	failed := 0
 	for _, m := range left {
-		if m.resolve(fmt.Errorf("queue/pub: client closed before a node acked the %q message for group %q: %w",
-			m.topic, m.group, queue.ErrClosed), nil) {
+		if m.Resolve(fmt.Errorf("queue/pub: client closed before a node acked the %q message for group %q: %w",
+			m.Topic, m.Group, queue.ErrClosed), nil) {
 			failed++
 		}
 	}

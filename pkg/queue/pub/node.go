@@ -3,18 +3,19 @@ package pub
 import (
 	"context"
 	"fmt"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
 
+	"github.com/banyand-io/banyand/pkg/queue"
+	"github.com/banyand-io/banyand/pkg/queue/pub/internal/sendq"
 	"github.com/banyand-io/banyand/pkg/route"
 )
 
-// node is one data node: its queues, its byte budget, its connection and
-// streams, and its health as the router sees it.
+// node is one data node: its connection and streams, its health as the
+// router sees it, and its send queue.
 type node struct {
 	c    *Client
 	name string
@@ -30,33 +31,15 @@ type node struct {
 	// down routes new messages around the node: it has been unreachable
 	// for the retry budget, refused our protocol version, or left the table.
 	down atomic.Bool
-	// inflight mirrors the batches in flight (under mu) so readers take no lock.
-	inflight atomic.Int64
 
-	// work wakes an idle send loop when a lane goes from empty to not.
-	work chan struct{}
+	// q holds its queued and in-flight messages and its byte budget; q
+	// closed means the node left the table and takes no new messages.
+	q *sendq.Queue
 
-	// lanes hold the queued messages; publishers take only their lane's
-	// lock (see lane).
-	lanes [numLanes]lane
-	// used is the budget: payload bytes queued plus in flight, plus the
-	// lanes' unused credit. It changes by a chunk, a batch or a rare
-	// message at a time (see reserve).
-	used atomic.Int64
-	// roomWanted tells releases that a publisher waits on room.
-	roomWanted atomic.Bool
-	// removed: the node left the table; it takes no new messages.
-	removed atomic.Bool
-	// Batch caps for new batches: the configured ones, lowered by the
-	// node's HelloAck and halved on every CODE_TOO_LARGE. Written under mu.
-	maxBytes, maxMsgs atomic.Int64
-
-	// mu guards everything below. The node's send and receive loops, the
-	// maintenance loop and publishers waiting for room take it, briefly;
-	// nobody holds it while doing I/O. Under it a lane's lock may be taken.
+	// mu guards everything below. The node's stream loops and the
+	// maintenance loop take it, briefly; nobody holds it while doing I/O.
+	// Under it the queue's locks may be taken.
 	mu           sync.Mutex
-	rr           int // next lane to serve
-	room         chan struct{}
 	streams      []*stream
 	up           int       // streams past their handshake
 	downSince    time.Time // when the last stream went down; zero while one is up
@@ -65,13 +48,11 @@ type node struct {
 }
 
 func newNode(c *Client, rn route.Node) *node {
-	n := &node{c: c, name: rn.Name, addr: rn.Addr, work: make(chan struct{}, 1)}
-	for i := range n.lanes {
-		n.lanes[i].nextExpiry = math.MaxInt64
-	}
-	n.maxBytes.Store(int64(c.cfg.MaxBatchBytes))
-	n.maxMsgs.Store(int64(c.cfg.MaxBatchMessages))
-	return n
+	q := sendq.New(sendq.Config{
+		Node: rn.Name, MaxBytes: c.cfg.MaxBytesPerNode, MaxInFlight: c.cfg.MaxInFlightBatches,
+		MaxBatchMessages: c.cfg.MaxBatchMessages, MaxBatchBytes: c.cfg.MaxBatchBytes, Counters: &c.counters,
+	})
+	return &node{c: c, name: rn.Name, addr: rn.Addr, q: q}
 }
 
 // ensureStarted dials the node and starts its streams on first use. It
@@ -130,49 +111,14 @@ func (n *node) resetConn(old *grpc.ClientConn) {
 	_ = conn.Close()
 }
 
-// enqueue queues a message unless the node's budget is full (it returns
-// the channel that closes when room frees up) or the node left the table
-// (it returns neither: route again). The message is m, or if m is nil a
-// new one from the node's lane, copied from h; enqueue returns it and, if
-// it became one of its batch's own, the batch's outcome for its future.
-// Both are taken under the lane's lock: once that is released the message
-// may be sent, acked and recycled before its publisher looks at it.
-func (n *node) enqueue(h *msgHead, payload []byte, m *msg) (queued *msg, out *outcome, room <-chan struct{}, err error) {
+// enqueue queues a message on the node; see sendq.Queue.Push for what it
+// returns. It fails once the client has stopped.
+func (n *node) enqueue(h *sendq.Head, payload []byte, m *msg) (f queue.Future, room <-chan struct{}, queued bool, err error) {
 	if !n.ensureStarted() {
-		return nil, nil, nil, n.c.errClosed(h.topic)
+		return f, nil, false, n.c.errClosed(h.Topic)
 	}
-	l, size := n.lane(h.pub), h.size()
-	for reclaimed := false; ; reclaimed = true {
-		l.mu.Lock()
-		if n.removed.Load() {
-			l.mu.Unlock()
-			return nil, nil, nil, nil
-		}
-		if l.credit >= size || n.reserve(l, size) {
-			l.credit -= size
-			fresh := m == nil
-			if fresh {
-				// Field by field, leaving the zero ones alone: each pointer
-				// store costs a write barrier while the GC marks.
-				m = l.newMsg()
-				m.msgKey, m.deadline, m.shard, m.plen = h.msgKey, h.deadline, h.shard, h.plen
-				if h.x != nil {
-					m.x = h.x
-				}
-			}
-			out = n.push(l, m, payload, fresh)
-			l.mu.Unlock()
-			return m, out, nil, nil
-		}
-		l.mu.Unlock()
-		if !reclaimed {
-			n.reclaim() // other lanes' unused credit may be the room we need
-			continue
-		}
-		if room := n.waitRoom(size); room != nil {
-			return nil, nil, room, nil
-		}
-	}
+	f, room, queued = n.q.Push(h, payload, m)
+	return f, room, queued, nil
 }
 
 // enqueueForced queues re-placed messages regardless of the budget and
@@ -181,19 +127,7 @@ func (n *node) enqueueForced(ms []*msg) []*msg {
 	if !n.ensureStarted() {
 		return ms
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.removed.Load() {
-		return ms
-	}
-	l := &n.lanes[0]
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, m := range ms {
-		n.used.Add(m.size())
-		n.push(l, m, m.payload(), false)
-	}
-	return nil
+	return n.q.PushForced(ms)
 }
 
 // tick runs the node's timers (see Client.maintain) and returns the
@@ -203,27 +137,22 @@ func (n *node) tick(now time.Time, otherUp bool) []*msg {
 	nowNano := now.UnixNano()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.expireQueued(nowNano)
+	n.q.Expire(nowNano)
 	for _, s := range n.streams {
-		for _, b := range s.pending {
-			if nowNano >= b.minDeadline {
-				b.expire(nowNano, n.name)
-			}
-		}
-		if len(s.pending) > 0 && s.abort != nil && nowNano-s.lastProgress > int64(cfg.StallTimeout) {
+		if k, stalled := n.q.Stalled(s.w, nowNano, cfg.StallTimeout); stalled && s.abort != nil {
 			n.c.log.Warn("stream to data node stalled; reopening it", "node", n.name, "stream", s.idx,
-				"in_flight_batches", len(s.pending), "stall_timeout", cfg.StallTimeout)
-			s.abort(fmt.Errorf("no ack for %s with %d batches in flight: %w", cfg.StallTimeout, len(s.pending), errStalled))
+				"in_flight_batches", k, "stall_timeout", cfg.StallTimeout)
+			s.abort(fmt.Errorf("no ack for %s with %d batches in flight: %w", cfg.StallTimeout, k, errStalled))
 			s.abort = nil
 		}
 	}
 	if !n.down.Load() && !n.downSince.IsZero() && now.Sub(n.downSince) >= cfg.RetryBudget {
 		n.down.Store(true)
 		n.c.log.Warn("data node unreachable past the retry budget; routing around it",
-			"node", n.name, "addr", n.addr, "since", n.downSince, "queued", n.queuedLocked())
+			"node", n.name, "addr", n.addr, "since", n.downSince, "queued", n.q.Queued())
 	}
-	if (n.removed.Load() || (n.down.Load() && otherUp)) && n.queuedLocked() > 0 {
-		return n.drainLocked()
+	if (n.q.Closed() || (n.down.Load() && otherUp)) && n.q.Queued() > 0 {
+		return n.q.Drain()
 	}
 	return nil
 }
@@ -234,11 +163,9 @@ func (n *node) tick(now time.Time, otherUp bool) []*msg {
 func (n *node) streamUp(s *stream, abort context.CancelCauseFunc, maxBatchBytes int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.maxBytes.Store(int64(maxBatchBytes))
-	n.maxMsgs.Store(int64(n.c.cfg.MaxBatchMessages))
+	n.q.Open(s.w, maxBatchBytes, time.Now().UnixNano())
 	n.up++
 	s.abort = abort
-	s.lastProgress = time.Now().UnixNano()
 	if s.sessions++; s.sessions > 1 {
 		n.c.reconnects.Add(1)
 	}
@@ -246,7 +173,7 @@ func (n *node) streamUp(s *stream, abort context.CancelCauseFunc, maxBatchBytes 
 		n.c.log.Info("data node reachable again", "node", n.name, "down_for", time.Since(n.downSince))
 	}
 	n.downSince = time.Time{}
-	if !n.removed.Load() && !n.incompatible {
+	if !n.q.Closed() && !n.incompatible {
 		n.down.Store(false)
 	}
 }
@@ -261,15 +188,7 @@ func (n *node) streamEnded(s *stream, wasUp, incompatible bool) {
 		n.up--
 	}
 	s.abort = nil
-	for i := len(s.pending) - 1; i >= 0; i-- { // newest first: requeueFront reverses
-		b := s.pending[i]
-		b.detach()
-		n.requeueFront(b.msgs)
-		putBatch(b)
-		n.inflight.Add(-1)
-	}
-	clear(s.pending)
-	s.pending = s.pending[:0]
+	n.q.Requeue(s.w)
 	if n.up == 0 && n.downSince.IsZero() {
 		n.downSince = time.Now()
 	}
@@ -283,7 +202,7 @@ func (n *node) streamEnded(s *stream, wasUp, incompatible bool) {
 func (n *node) retire() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.removed.Store(true)
+	n.q.Close()
 	n.removedAt = time.Now()
 	n.down.Store(true)
 }
@@ -293,11 +212,11 @@ func (n *node) retire() {
 func (n *node) retired(now time.Time) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.removed.Load() && (n.inflight.Load() == 0 || now.Sub(n.removedAt) >= n.c.cfg.RetryBudget)
+	return n.q.Closed() && (n.q.InFlight() == 0 || now.Sub(n.removedAt) >= n.c.cfg.RetryBudget)
 }
 
 // stop ends the node's streams, waits for their goroutines and closes its
-// connection. Their in-flight messages end up in the queues (takeAll).
+// connection. Their in-flight messages end up in the queue (takeAll).
 func (n *node) stop() {
 	n.stopOnce.Do(func() {
 		if !n.started.Load() {
@@ -311,27 +230,17 @@ func (n *node) stop() {
 	})
 }
 
-// takeAll marks the node removed and returns everything it still holds.
-// Only for a stopped node.
+// takeAll closes the node's queue and returns everything it still
+// holds. Only for a stopped node, whose streams requeued their batches.
 func (n *node) takeAll() []*msg {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.removed.Store(true)
+	n.q.Close()
 	n.down.Store(true)
-	return n.drainLocked()
+	return n.q.Drain()
 }
 
 // usedBytes is the budget in use, for gauges and error messages.
-func (n *node) usedBytes() int64 { return n.used.Load() }
+func (n *node) usedBytes() int64 { return n.q.Used() }
 
-func (n *node) outstanding() int64 {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	k := int64(n.queuedLocked())
-	for _, s := range n.streams {
-		for _, b := range s.pending {
-			k += int64(len(b.msgs))
-		}
-	}
-	return k
-}
+func (n *node) outstanding() int64 { return n.q.Outstanding() }

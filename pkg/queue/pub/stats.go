@@ -40,12 +40,12 @@ type Stats struct {
 	// nodes that the last tick kept for the same reason.
 	AwaitingNodes, WaitingMessages int64
 	// MessagesRecycled counts messages whose bookkeeping was taken back
-	// for new ones after their batch was acked whole (see lane.recycle);
+	// for new ones after their batch was acked whole (see package sendq);
 	// most are, on a healthy node.
 	MessagesRecycled int64
 	// BatchesHeld counts the times a send loop left a small batch queued
 	// to grow while another batch was in flight on its stream (see
-	// node.take).
+	// sendq.Queue.Take).
 	BatchesHeld int64
 }
 
@@ -55,14 +55,14 @@ func (c *Client) Stats() Stats {
 	st := Stats{
 		Reconnects: c.reconnects.Load(), Replaced: c.replaced.Load(),
 		BatchesSent: c.batches.Load(), MessagesSent: c.sent.Load(), UnderReplicated: c.underReplicated.Load(),
-		AwaitingNodes: c.awaiting.Load(), WaitingMessages: c.waitingMsgs.Load(), MessagesRecycled: c.recycled.Load(),
-		BatchesHeld: c.held.Load(),
+		AwaitingNodes: c.awaiting.Load(), WaitingMessages: c.waitingMsgs.Load(), MessagesRecycled: c.counters.Recycled.Load(),
+		BatchesHeld: c.counters.Held.Load(),
 	}
 	c.mu.Lock()
 	for n := range c.all {
 		ns := NodeStats{
 			Name: n.name, Addr: n.addr, Down: n.down.Load(),
-			InFlightBatches: n.inflight.Load(), BytesInUse: n.usedBytes(),
+			InFlightBatches: n.q.InFlight(), BytesInUse: n.usedBytes(),
 		}
 		st.BytesInUse += ns.BytesInUse
 		st.Nodes = append(st.Nodes, ns)

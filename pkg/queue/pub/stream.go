@@ -14,14 +14,11 @@ import (
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
 	"github.com/banyand-io/banyand/pkg/queue"
+	"github.com/banyand-io/banyand/pkg/queue/pub/internal/sendq"
 )
 
 // protocolVersion is the cluster.v1 version this publisher speaks.
 const protocolVersion = 1
-
-// batchOverhead over-estimates a Batch frame's encoding beyond its
-// messages (oneof tag, batch_id, topic tag and length, deadline).
-const batchOverhead = 48
 
 var (
 	errStalled          = errors.New("stream stalled")
@@ -35,14 +32,12 @@ var (
 type stream struct {
 	n          *node
 	idx        int
+	w          *sendq.Window // its batches in flight, in n's queue
 	windowFree chan struct{} // an ack freed a window slot
 
 	// Under n.mu.
-	pending      []*batch // in flight, oldest first
-	nextID       uint64
-	lastProgress int64 // unix nano of the last ack, or of the send that filled an empty window
-	abort        context.CancelCauseFunc
-	sessions     int
+	abort    context.CancelCauseFunc
+	sessions int
 
 	// The send loop's reusable frame: gRPC has encoded it once Send returns.
 	req   *clusterv1.StreamRequest
@@ -52,7 +47,7 @@ type stream struct {
 func newStream(n *node, idx int) *stream {
 	f := &clusterv1.Batch{}
 	return &stream{
-		n: n, idx: idx, windowFree: make(chan struct{}, 1), nextID: 1,
+		n: n, idx: idx, w: n.q.NewWindow(), windowFree: make(chan struct{}, 1),
 		req:   &clusterv1.StreamRequest{Frame: &clusterv1.StreamRequest_Batch{Batch: f}},
 		frame: f,
 	}
@@ -166,37 +161,37 @@ func (s *stream) handshake(ctx context.Context, conn *grpc.ClientConn) (clientSt
 func (s *stream) sendLoop(ctx context.Context, st clientStream) error {
 	n := s.n
 	for {
-		b, r := n.take(s)
+		b, r := n.q.Take(s.w)
 		switch r {
-		case takeFull:
+		case sendq.Full:
 			select {
 			case <-s.windowFree:
 			case <-ctx.Done():
 				return nil
 			}
 			continue
-		case takeHeld:
+		case sendq.Held:
 			select {
 			case <-s.windowFree:
-			case <-n.work: // a held batch may have grown enough
+			case <-n.q.Work(): // a held batch may have grown enough
 			case <-ctx.Done():
 				return nil
 			}
 			continue
-		case takeEmpty:
+		case sendq.Empty:
 			select {
-			case <-n.work:
+			case <-n.q.Work():
 			case <-ctx.Done():
 				return nil
 			}
 			continue
-		case takeAgain:
+		case sendq.Again:
 			continue
 		}
 		f := s.frame
-		f.BatchId, f.Topic, f.DeadlineUnixNano = b.id, string(b.topic), b.maxDeadline
-		f.Messages = b.payloads
-		k := len(b.msgs) // b may be acked and recycled as soon as Send returns
+		f.BatchId, f.Topic, f.DeadlineUnixNano = b.ID(), string(b.Topic()), b.Deadline()
+		f.Messages = b.Payloads()
+		k := b.Len() // b may be acked and reused as soon as Send returns
 		err := st.Send(s.req)
 		f.Messages = nil
 		if err != nil {
@@ -234,101 +229,33 @@ func (s *stream) recvLoop(st clientStream) error {
 // list (re-placed on the next tick), too-large ones back to this node.
 func (s *stream) onAck(ack *clusterv1.Ack) error {
 	n := s.n
-	n.mu.Lock()
-	i := -1
-	for j, b := range s.pending {
-		if b.id == ack.GetBatchId() {
-			i = j
-			break
-		}
-	}
-	if i < 0 {
-		n.mu.Unlock()
+	now := time.Now().UnixNano()
+	b := n.q.Landed(s.w, ack.GetBatchId(), now)
+	if b == nil {
 		return fmt.Errorf("node %s: %w: ack for batch %d, which is not in flight", n.name, errProtocol, ack.GetBatchId())
 	}
-	b := s.pending[i]
-	copy(s.pending[i:], s.pending[i+1:])
-	s.pending[len(s.pending)-1] = nil
-	s.pending = s.pending[:len(s.pending)-1]
-	now := time.Now().UnixNano()
-	s.lastProgress = now
-	n.inflight.Add(-1)
-	n.mu.Unlock()
 	if o := n.c.obs; o != nil {
-		o.BatchAcked(n.name, time.Duration(now-b.sentAt))
+		o.BatchAcked(n.name, time.Duration(now-b.SentAt()))
 	}
 	select {
 	case s.windowFree <- struct{}{}:
 	default:
 	}
-
-	var again, retry []*msg
-	shrunk := false
-	ok := ack.GetBatchFailure() == nil && len(ack.GetFailures()) == 0
-	switch {
-	case ok && !b.dirty && now < b.minDeadline:
-		// Every message is the batch's own and on time: settle them at once.
-		b.ack()
-		n.release(b.bytes)
-		if b.lane != nil {
-			b.lane.recycle(b, &n.c.recycled)
-		}
-		putAckedBatch(b)
+	if ack.GetBatchFailure() == nil && len(ack.GetFailures()) == 0 {
+		n.q.Acked(b, ack.GetReplies(), now)
 		return nil
-	case ok:
-		replies := ack.GetReplies()
-		late := now >= b.minDeadline // else no message of b can have expired
-		var fin finisher
-		for i, m := range b.msgs {
-			if late && m.expired(now) {
-				// A late ack: the caller may already have been told the
-				// message timed out, so it must not hear otherwise.
-				m.resolve(deadlineErr(m, n.name), nil)
-				continue
-			}
-			if m.settle(nil, replyAt(replies, i)) {
-				fin.add(m)
-			}
-		}
-		fin.flush()
-	default:
-		again, retry, shrunk = s.resolveFailures(b, ack, now)
 	}
-	var kept int64
-	for _, m := range again {
-		kept += m.size()
-	}
-	if !shrunk && len(again) == 0 {
-		n.release(b.bytes)
-	} else {
-		n.mu.Lock()
-		n.releaseLocked(b.bytes - kept)
-		if shrunk { // the node's limit (bytes or count) is lower than ours: halve both
-			n.maxBytes.Store(max(n.maxBytes.Load()/2, 1024))
-			n.maxMsgs.Store(int64(max(len(b.msgs)/2, 1)))
-		}
-		if len(again) > 0 {
-			n.requeueFront(again)
-		}
-		n.mu.Unlock()
-	}
-	if len(retry) > 0 {
+	if retry := n.q.Failed(b, ack.GetReplies(), now, s.judge(ack, b.Len())); len(retry) > 0 {
 		n.c.retryLater(retry...)
 	}
-	putBatch(b)
 	return nil
 }
 
-func replyAt(replies [][]byte, i int) []byte {
-	if i < len(replies) {
-		return replies[i]
-	}
-	return nil
-}
-
-func (s *stream) resolveFailures(b *batch, ack *clusterv1.Ack, now int64) (again, retry []*msg, shrunk bool) {
-	n := s.n
-	fails := make([]*clusterv1.Failure, len(b.msgs))
+// judge returns what a failing ack says of each of its batch's k
+// messages, for sendq.Queue.Failed.
+func (s *stream) judge(ack *clusterv1.Ack, k int) func(i int, m *msg) (sendq.Verdict, error) {
+	name := s.n.name
+	fails := make([]*clusterv1.Failure, k)
 	if bf := ack.GetBatchFailure(); bf != nil {
 		for i := range fails {
 			fails[i] = bf
@@ -339,44 +266,31 @@ func (s *stream) resolveFailures(b *batch, ack *clusterv1.Ack, now int64) (again
 			fails[f.GetIndex()] = cmp.Or(f.GetFailure(), &clusterv1.Failure{Reason: "no failure detail"})
 		}
 	}
-	for i, m := range b.msgs {
+	return func(i int, m *msg) (sendq.Verdict, error) {
 		f := fails[i]
-		switch {
-		case f == nil && m.expired(now):
-			m.resolve(deadlineErr(m, n.name), nil) // a late ack, as in onAck
-			continue
-		case f == nil:
-			m.resolve(nil, replyAt(ack.GetReplies(), i))
-			continue
-		}
-		if m.isDone() {
-			continue
+		if f == nil {
+			return sendq.Succeeded, nil
 		}
 		wrap := func(sentinel error) error {
 			return fmt.Errorf("queue/pub: node %s failed a %q message: %s: %s: %w",
-				n.name, m.topic, f.GetCode(), f.GetReason(), sentinel)
+				name, m.Topic, f.GetCode(), f.GetReason(), sentinel)
 		}
 		switch f.GetCode() {
 		case clusterv1.Code_CODE_INVALID_ARGUMENT:
-			m.resolve(wrap(queue.ErrInvalidMessage), nil)
+			return sendq.Refused, wrap(queue.ErrInvalidMessage)
 		case clusterv1.Code_CODE_UNKNOWN_TOPIC:
-			m.resolve(wrap(queue.ErrUnknownTopic), nil)
+			return sendq.Refused, wrap(queue.ErrUnknownTopic)
 		case clusterv1.Code_CODE_DEADLINE_EXCEEDED:
-			m.resolve(wrap(queue.ErrDeadline), nil)
+			return sendq.Refused, wrap(queue.ErrDeadline)
 		case clusterv1.Code_CODE_TOO_LARGE:
-			shrunk = true
-			m.keepPayload(b.payloads[i])
-			again = append(again, m)
-		default: // UNAVAILABLE, INTERNAL, unknown codes: retry elsewhere
-			if m.pinned() {
-				m.resolve(fmt.Errorf("queue/pub: node %s failed a %q request: %s: %s",
-					n.name, m.topic, f.GetCode(), f.GetReason()), nil)
-				continue
-			}
-			m.failedOn(n.name, fmt.Errorf("node %s: %s: %s", n.name, f.GetCode(), f.GetReason()))
-			m.keepPayload(b.payloads[i])
-			retry = append(retry, m)
+			return sendq.TooLarge, nil
 		}
+		// UNAVAILABLE, INTERNAL, unknown codes: retry elsewhere, except a
+		// request, which belongs to this node.
+		if m.Pinned() {
+			return sendq.Refused, fmt.Errorf("queue/pub: node %s failed a %q request: %s: %s",
+				name, m.Topic, f.GetCode(), f.GetReason())
+		}
+		return sendq.Retry, fmt.Errorf("node %s: %s: %s", name, f.GetCode(), f.GetReason())
 	}
-	return again, retry, shrunk
 }
