@@ -36,8 +36,10 @@ FUZZ_TARGETS := \
 	./pkg/route:FuzzSeriesKey \
 	./pkg/route:FuzzSeriesKeyRoundTrip \
 	./pkg/queue/sub:FuzzDecodeStreamRequest \
-	./banyand/storage:FuzzParseStreamWrite \
-	./banyand/storage:FuzzParseMeasureWrite \
+	./pkg/wire:FuzzParseStreamRequest \
+	./pkg/wire:FuzzParseMeasureRequest \
+	./pkg/wire:FuzzParseStreamWrite \
+	./pkg/wire:FuzzParseMeasureWrite \
 	./banyand/storage/tsdb:FuzzReplayLog \
 	./banyand/liaison:FuzzStreamWriteValidation \
 	./banyand/liaison:FuzzMeasureWriteValidation

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
+	"github.com/banyand-io/banyand/banyand/storage/tsdb"
 	"github.com/banyand-io/banyand/pkg/queue"
 )
 
@@ -14,6 +15,7 @@ import (
 //
 //   - TopicStreamWrite, TopicMeasureWrite: the whole batch is one synced
 //     commit; Handle returns once it is durable, with per-message errors.
+//     A Local batch's nested tag and field values are not validated again.
 //   - TopicStreamQuery, TopicMeasureQuery: one reply per message (a
 //     marshalled stream.v1 / measure.v1 QueryResponse); a query that fails
 //     gets an error and no reply.
@@ -37,11 +39,11 @@ func (s *Store) Subscribe(srv queue.Server) error {
 }
 
 func (s *Store) handleStreamWrite(ctx context.Context, b queue.Batch) queue.Result {
-	return queue.Result{Errs: s.WriteStream(ctx, b.Messages)}
+	return queue.Result{Errs: s.write(ctx, b.Messages, newDecoder(tsdb.KindStream, b.Local))}
 }
 
 func (s *Store) handleMeasureWrite(ctx context.Context, b queue.Batch) queue.Result {
-	return queue.Result{Errs: s.WriteMeasure(ctx, b.Messages)}
+	return queue.Result{Errs: s.write(ctx, b.Messages, newDecoder(tsdb.KindMeasure, b.Local))}
 }
 
 func (s *Store) handleStreamQuery(ctx context.Context, b queue.Batch) queue.Result {

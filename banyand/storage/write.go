@@ -2,18 +2,17 @@ package storage
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
 	"github.com/banyand-io/banyand/banyand/storage/tsdb"
 	"github.com/banyand-io/banyand/pkg/queue"
+	"github.com/banyand-io/banyand/pkg/wire"
 )
 
 // WriteStream stores a batch of marshalled clusterv1.StreamWrite messages
@@ -22,17 +21,17 @@ import (
 // invalid fails alone with an error wrapping queue.ErrInvalidMessage, and
 // the others are stored. It returns only once the stored ones are durable.
 func (s *Store) WriteStream(ctx context.Context, msgs [][]byte) []error {
-	return s.write(ctx, msgs, decodeStreamWrite)
+	return s.write(ctx, msgs, newDecoder(tsdb.KindStream, false))
 }
 
 // WriteMeasure is WriteStream for marshalled clusterv1.MeasureWrite
 // messages. Of several writes of one data point, the one with the highest
 // DataPointValue.version wins, and the later one wins a tie.
 func (s *Store) WriteMeasure(ctx context.Context, msgs [][]byte) []error {
-	return s.write(ctx, msgs, decodeMeasureWrite)
+	return s.write(ctx, msgs, newDecoder(tsdb.KindMeasure, false))
 }
 
-func (s *Store) write(ctx context.Context, msgs [][]byte, decode func([]byte, *nameCache) (tsdb.Write, error)) []error {
+func (s *Store) write(ctx context.Context, msgs [][]byte, d *decoder) []error {
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -51,9 +50,8 @@ func (s *Store) write(ctx context.Context, msgs [][]byte, decode func([]byte, *n
 		writesPool.Put(wsp)
 	}()
 	idx := make([]int, 0, len(msgs)) // ws[j] came from msgs[idx[j]]
-	var names nameCache
 	for i, m := range msgs {
-		w, err := decode(m, &names)
+		w, err := d.decode(m)
 		if err != nil {
 			fail(i, err)
 			continue
@@ -88,121 +86,81 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", queue.ErrInvalidMessage, fmt.Sprintf(format, args...))
 }
 
-func decodeStreamWrite(m []byte, names *nameCache) (tsdb.Write, error) {
-	ww, ok, err := parseWrite(m, true, names)
-	if err != nil {
-		return tsdb.Write{}, invalid("stream write does not decode: %v", err)
-	}
-	if !ok {
-		return decodeStreamWriteSlow(m)
-	}
-	if ww.value == nil {
-		return tsdb.Write{}, invalid("stream write %s/%s has no element", ww.group, ww.name)
-	}
-	w := tsdb.Write{
-		Kind:      tsdb.KindStream,
-		Group:     ww.group,
-		Name:      ww.name,
-		SeriesKey: ww.seriesKey,
-		ElementID: ww.elementID,
-		Value:     ww.value,
-	}
-	return finishWrite(w, ww)
+// decoder reads the writes of one batch with pkg/wire's parser. A batch
+// is mostly one stream or measure, so group and name are converted to
+// strings once, not once a message.
+type decoder struct {
+	kind tsdb.Kind
+	// local: the batch is queue.Batch.Local, its values parsed and checked
+	// by this process's liaison; they are not read again (wire.Options).
+	opts        wire.Options
+	w           wire.ClusterWrite
+	group, name string
 }
 
-func decodeMeasureWrite(m []byte, names *nameCache) (tsdb.Write, error) {
-	ww, ok, err := parseWrite(m, false, names)
-	if err != nil {
-		return tsdb.Write{}, invalid("measure write does not decode: %v", err)
-	}
-	if !ok {
-		return decodeMeasureWriteSlow(m)
-	}
-	if ww.value == nil {
-		return tsdb.Write{}, invalid("measure write %s/%s has no data point", ww.group, ww.name)
-	}
-	w := tsdb.Write{
-		Kind:      tsdb.KindMeasure,
-		Group:     ww.group,
-		Name:      ww.name,
-		SeriesKey: ww.seriesKey,
-		Version:   ww.version,
-		Value:     ww.value,
-	}
-	return finishWrite(w, ww)
+func newDecoder(kind tsdb.Kind, local bool) *decoder {
+	return &decoder{kind: kind, opts: wire.Options{SkipValues: local}}
 }
 
-// finishWrite checks the timestamp and the key fields of a parsed write.
-func finishWrite(w tsdb.Write, ww wireWrite) (tsdb.Write, error) {
-	if ww.hasTS && ww.nanos >= 0 && ww.nanos < 1e9 && ww.seconds >= minNanoSeconds && ww.seconds <= maxNanoSeconds {
-		w.Timestamp = ww.seconds*int64(time.Second) + int64(ww.nanos) // valid: no Timestamp to build
+func (d *decoder) parse(m []byte) error {
+	if d.kind == tsdb.KindStream {
+		return wire.ParseStreamWrite(m, &d.w, d.opts)
+	}
+	return wire.ParseMeasureWrite(m, &d.w, d.opts)
+}
+
+// canonical re-encodes a write whose fields protobuf merges, each once.
+func (d *decoder) canonical(m []byte) ([]byte, error) {
+	var msg proto.Message = new(clusterv1.MeasureWrite)
+	if d.kind == tsdb.KindStream {
+		msg = new(clusterv1.StreamWrite)
+	}
+	if err := proto.Unmarshal(m, msg); err != nil {
+		return nil, err
+	}
+	return proto.MarshalOptions{Deterministic: true}.Marshal(msg)
+}
+
+func (d *decoder) decode(m []byte) (tsdb.Write, error) {
+	err := d.parse(m)
+	if err == nil && d.w.Merged {
+		var canon []byte
+		if canon, err = d.canonical(m); err == nil {
+			err = d.parse(canon)
+		}
+	}
+	if err != nil {
+		return tsdb.Write{}, invalid("%v write does not decode: %v", d.kind, err)
+	}
+	cw := &d.w
+	w := tsdb.Write{Kind: d.kind, Group: reuse(&d.group, cw.Group), Name: reuse(&d.name, cw.Name), SeriesKey: cw.SeriesKey, Value: cw.Value}
+	if cw.Value == nil {
+		return tsdb.Write{}, invalid("%v write %s/%s has no value", d.kind, w.Group, w.Name)
+	}
+	p := &cw.Point
+	if d.kind == tsdb.KindStream {
+		w.ElementID = string(p.ElementID)
 	} else {
-		var ts *timestamppb.Timestamp
-		if ww.hasTS {
-			ts = &timestamppb.Timestamp{Seconds: ww.seconds, Nanos: ww.nanos}
-		}
-		_, err := writeTimestamp(ts)
-		if err == nil { // cannot happen: the check above is writeTimestamp's
-			err = errors.New("timestamp out of range")
-		}
-		return tsdb.Write{}, invalid("%v write %s/%s: %v", w.Kind, w.Group, w.Name, err)
+		w.Version = p.Version
 	}
+	if p.Timestamp == nil || p.Nanos < 0 || p.Nanos >= 1e9 || p.Seconds < minNanoSeconds || p.Seconds > maxNanoSeconds {
+		return tsdb.Write{}, invalid("%v write %s/%s: timestamp %d.%09ds (present: %v) is outside the storable range (years 1678..2262)",
+			d.kind, w.Group, w.Name, p.Seconds, p.Nanos, p.Timestamp != nil)
+	}
+	w.Timestamp = p.Seconds*int64(time.Second) + int64(p.Nanos)
 	if err := w.Validate(); err != nil {
-		return tsdb.Write{}, invalid("%v write: %v", w.Kind, err)
+		return tsdb.Write{}, invalid("%v write: %v", d.kind, err)
 	}
 	return w, nil
 }
 
-// decodeStreamWriteSlow decodes with proto.Unmarshal, for messages the wire
-// parser leaves to it.
-func decodeStreamWriteSlow(m []byte) (tsdb.Write, error) {
-	var sw clusterv1.StreamWrite
-	if err := proto.Unmarshal(m, &sw); err != nil {
-		return tsdb.Write{}, invalid("stream write does not decode: %v", err)
+// reuse returns *last if it equals v (compared without converting), else
+// v converted, remembered in *last.
+func reuse(last *string, v []byte) string {
+	if string(v) != *last {
+		*last = string(v)
 	}
-	e := sw.GetElement()
-	if e == nil {
-		return tsdb.Write{}, invalid("stream write %s/%s has no element", sw.GetGroup(), sw.GetName())
-	}
-	value, err := proto.MarshalOptions{Deterministic: true}.Marshal(e)
-	if err != nil {
-		return tsdb.Write{}, invalid("stream write: %v", err)
-	}
-	w := tsdb.Write{
-		Kind:      tsdb.KindStream,
-		Group:     sw.GetGroup(),
-		Name:      sw.GetName(),
-		SeriesKey: sw.GetSeriesKey(),
-		ElementID: e.GetElementId(),
-		Value:     value,
-	}
-	ts := e.GetTimestamp()
-	return finishWrite(w, wireWrite{hasTS: ts != nil, seconds: ts.GetSeconds(), nanos: ts.GetNanos()})
-}
-
-func decodeMeasureWriteSlow(m []byte) (tsdb.Write, error) {
-	var mw clusterv1.MeasureWrite
-	if err := proto.Unmarshal(m, &mw); err != nil {
-		return tsdb.Write{}, invalid("measure write does not decode: %v", err)
-	}
-	dp := mw.GetDataPoint()
-	if dp == nil {
-		return tsdb.Write{}, invalid("measure write %s/%s has no data point", mw.GetGroup(), mw.GetName())
-	}
-	value, err := proto.MarshalOptions{Deterministic: true}.Marshal(dp)
-	if err != nil {
-		return tsdb.Write{}, invalid("measure write: %v", err)
-	}
-	w := tsdb.Write{
-		Kind:      tsdb.KindMeasure,
-		Group:     mw.GetGroup(),
-		Name:      mw.GetName(),
-		SeriesKey: mw.GetSeriesKey(),
-		Version:   dp.GetVersion(),
-		Value:     value,
-	}
-	ts := dp.GetTimestamp()
-	return finishWrite(w, wireWrite{hasTS: ts != nil, seconds: ts.GetSeconds(), nanos: ts.GetNanos()})
+	return *last
 }
 
 // Unix nanoseconds cover 1677-09-21 .. 2262-04-11; the seconds bounds below
@@ -211,17 +169,3 @@ const (
 	minNanoSeconds = math.MinInt64/int64(time.Second) + 1
 	maxNanoSeconds = math.MaxInt64/int64(time.Second) - 1
 )
-
-// writeTimestamp converts a write's timestamp to Unix nanoseconds.
-func writeTimestamp(ts *timestamppb.Timestamp) (int64, error) {
-	if ts == nil {
-		return 0, errors.New("no timestamp")
-	}
-	if err := ts.CheckValid(); err != nil {
-		return 0, err
-	}
-	if ts.GetSeconds() < minNanoSeconds || ts.GetSeconds() > maxNanoSeconds {
-		return 0, fmt.Errorf("timestamp %v is outside the storable range (years 1678..2262)", ts.AsTime())
-	}
-	return ts.GetSeconds()*int64(time.Second) + int64(ts.GetNanos()), nil
-}

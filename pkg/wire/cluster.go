@@ -18,12 +18,24 @@ type ClusterWrite struct {
 	Merged bool
 }
 
+// Options change what a cluster write parse reads.
+type Options struct {
+	// SkipValues leaves the value's tags and fields unread (Point.Tags,
+	// FamEnd and Fields stay empty, their bytes unchecked): for writes
+	// this process's own liaison encoded from values it parsed with the
+	// full contract, handed over in memory (queue.Batch.Local). Everything
+	// else is parsed and checked as always.
+	SkipValues bool
+}
+
 // ParseStreamWrite reads a cluster.v1.StreamWrite.
-func ParseStreamWrite(b []byte, w *ClusterWrite) error { return parseClusterWrite(b, w, ParseElement) }
+func ParseStreamWrite(b []byte, w *ClusterWrite, o Options) error {
+	return parseClusterWrite(b, w, func(v []byte, p *Point) error { return parseElement(v, p, o.SkipValues) })
+}
 
 // ParseMeasureWrite reads a cluster.v1.MeasureWrite.
-func ParseMeasureWrite(b []byte, w *ClusterWrite) error {
-	return parseClusterWrite(b, w, ParseDataPoint)
+func ParseMeasureWrite(b []byte, w *ClusterWrite, o Options) error {
+	return parseClusterWrite(b, w, func(v []byte, p *Point) error { return parseDataPoint(v, p, o.SkipValues) })
 }
 
 func parseClusterWrite(b []byte, w *ClusterWrite, parseValue func([]byte, *Point) error) error {

@@ -385,9 +385,9 @@ func checkRequest[P point](t testing.TB, r *Request, id uint64, md *commonv1.Met
 
 func checkClusterWrite(t testing.TB, b []byte, stream bool) {
 	var w ClusterWrite
-	parse := ParseMeasureWrite
+	parse := func(b []byte, w *ClusterWrite) error { return ParseMeasureWrite(b, w, Options{}) }
 	if stream {
-		parse = ParseStreamWrite
+		parse = func(b []byte, w *ClusterWrite) error { return ParseStreamWrite(b, w, Options{}) }
 	}
 	check := func(group, name string, shard uint32, key []byte, rev int64, value point) {
 		if string(w.Group) != group || string(w.Name) != name || w.Shard != shard || !bytes.Equal(w.SeriesKey, key) || w.Revision != rev {
@@ -511,7 +511,7 @@ func TestWriteResponseRoundTrip(t *testing.T) {
 
 func TestAppendClusterWriteMatchesProtoMarshal(t *testing.T) {
 	value := mustMarshal(t, seedElement())
-	for _, tc := range []clusterv1.StreamWrite{
+	for _, tc := range []*clusterv1.StreamWrite{
 		{Group: "g", Name: "n", ShardId: 3, SeriesKey: []byte{1}, SchemaModRevision: 9},
 		{},
 	} {
@@ -520,7 +520,7 @@ func TestAppendClusterWriteMatchesProtoMarshal(t *testing.T) {
 			t.Errorf("%d bytes, over ClusterWriteSize", len(b))
 		}
 		tc.Element = seedElement()
-		if want := mustMarshal(t, &tc); !bytes.Equal(b, want) {
+		if want := mustMarshal(t, tc); !bytes.Equal(b, want) {
 			t.Errorf("AppendClusterWrite %x, proto.Marshal %x", b, want)
 		}
 	}
@@ -552,4 +552,31 @@ func FuzzParseMeasureWrite(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) { checkClusterWrite(t, b, false) })
+}
+
+// TestSkipValues: a write parsed with SkipValues reads the same envelope,
+// element id, timestamp and version, and no values.
+func TestSkipValues(t *testing.T) {
+	for _, tc := range []struct {
+		seeds func(testing.TB) [][]byte
+		parse func([]byte, *ClusterWrite, Options) error
+	}{{streamWriteSeeds, ParseStreamWrite}, {measureWriteSeeds, ParseMeasureWrite}} {
+		for _, b := range tc.seeds(t) {
+			var full, skipped ClusterWrite
+			if err := tc.parse(b, &full, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.parse(b, &skipped, Options{SkipValues: true}); err != nil {
+				t.Fatal(err)
+			}
+			f, s := &full.Point, &skipped.Point
+			if !bytes.Equal(full.Group, skipped.Group) || !bytes.Equal(full.SeriesKey, skipped.SeriesKey) || !bytes.Equal(full.Value, skipped.Value) ||
+				!bytes.Equal(f.ElementID, s.ElementID) || f.Seconds != s.Seconds || f.Nanos != s.Nanos || f.Version != s.Version {
+				t.Errorf("%x: SkipValues read %+v, the full parse %+v", b, skipped, full)
+			}
+			if len(s.Tags)+len(s.FamEnd)+len(s.Fields) != 0 {
+				t.Errorf("%x: SkipValues read values", b)
+			}
+		}
+	}
 }

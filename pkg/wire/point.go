@@ -53,7 +53,11 @@ func (p *Point) Tag(f, t int) (*Value, bool) {
 
 // ParseElement reads a stream.v1.ElementValue: element_id (1), timestamp
 // (2), tag_families (3).
-func ParseElement(b []byte, p *Point) error {
+func ParseElement(b []byte, p *Point) error { return parseElement(b, p, false) }
+
+// parseElement is ParseElement; skipValues leaves the tag families unread
+// (see Options).
+func parseElement(b []byte, p *Point, skipValues bool) error {
 	p.Reset()
 	for len(b) > 0 {
 		f, n, err := next(b)
@@ -73,7 +77,9 @@ func ParseElement(b []byte, p *Point) error {
 		case 2:
 			err = p.timestamp(f.v)
 		case 3:
-			err = p.family(f.v)
+			if !skipValues {
+				err = p.family(f.v)
+			}
 		}
 		if err != nil {
 			return err
@@ -84,7 +90,11 @@ func ParseElement(b []byte, p *Point) error {
 
 // ParseDataPoint reads a measure.v1.DataPointValue: timestamp (1),
 // tag_families (2), fields (3), version (4).
-func ParseDataPoint(b []byte, p *Point) error {
+func ParseDataPoint(b []byte, p *Point) error { return parseDataPoint(b, p, false) }
+
+// parseDataPoint is ParseDataPoint; skipValues leaves the tag families and
+// fields unread (see Options).
+func parseDataPoint(b []byte, p *Point, skipValues bool) error {
 	p.Reset()
 	for len(b) > 0 {
 		f, n, err := next(b)
@@ -95,6 +105,7 @@ func ParseDataPoint(b []byte, p *Point) error {
 		switch {
 		case f.num == 1 && f.typ == protowire.BytesType:
 			err = p.timestamp(f.v)
+		case skipValues && (f.num == 2 || f.num == 3):
 		case f.num == 2 && f.typ == protowire.BytesType:
 			err = p.family(f.v)
 		case f.num == 3 && f.typ == protowire.BytesType:
