@@ -180,11 +180,11 @@ func fam(tags ...*modelv1.TagValue) *modelv1.TagFamilyForWrite {
 // waitFunc is a queue.Waiter with its behaviour as a func.
 type waitFunc func(ctx context.Context) error
 
-func (f waitFunc) Wait(ctx context.Context, _ any) error { return f(ctx) }
+func (f waitFunc) Wait(ctx context.Context, _ queue.Token) error { return f(ctx) }
 
 // funcFuture is a future with its behaviour as a func.
 func funcFuture(f func(ctx context.Context) error) queue.Future {
-	return queue.NewFuture(waitFunc(f), nil)
+	return queue.NewFuture(waitFunc(f), queue.Token{})
 }
 
 // fakeFuture resolves to err.

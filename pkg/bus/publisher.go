@@ -138,7 +138,7 @@ func (p *publisher) Publish(ctx context.Context, topic queue.Topic, msg queue.Me
 	if start {
 		go p.deliverLoop()
 	}
-	return queue.NewFuture(a, nil), nil
+	return queue.NewFuture(a, queue.Token{}), nil
 }
 
 // Close implements queue.BatchPublisher. It waits until every message is
@@ -253,7 +253,7 @@ func (b *batch) complete() {
 
 // Wait implements queue.Waiter. An outcome already known is returned even
 // if ctx is done.
-func (a *ack) Wait(ctx context.Context, _ any) error {
+func (a *ack) Wait(ctx context.Context, _ queue.Token) error {
 	select {
 	case <-a.b.done:
 		return a.result()

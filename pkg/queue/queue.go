@@ -49,23 +49,37 @@ type Message struct {
 }
 
 // Future is the outcome of one published message. It is a small value,
-// not an interface, so that Publish allocates nothing for it: an
-// implementation may then recycle its own per-message state once the
-// message is acked (pkg/queue/pub does), as long as its Waiter can still
-// tell from arg that it was.
+// not an interface, so that Publish allocates nothing for it: the
+// implementation's Waiter and a Token for it.
 type Future struct {
 	w   Waiter
-	arg any
+	tok Token
 }
 
 // Waiter is what a queue implementation puts behind a Future.
 type Waiter interface {
-	// Wait is Future.Get for the future made with arg.
-	Wait(ctx context.Context, arg any) error
+	// Wait is Future.Get for the future made with tok.
+	Wait(ctx context.Context, tok Token) error
 }
 
-// NewFuture returns the future that waits on w with arg.
-func NewFuture(w Waiter, arg any) Future { return Future{w: w, arg: arg} }
+// Token is the part of a Future that only its implementation reads: a
+// pointer of the implementation's own type, or none (the zero Token). It
+// lets one Waiter answer for more than one future, each telling it which
+// message it stands for, without Publish allocating a Waiter a message;
+// an implementation that has a Waiter per message uses the zero Token.
+type Token struct{ p any }
+
+// MakeToken returns the token holding p.
+func MakeToken[T any](p *T) Token { return Token{p: p} }
+
+// TokenValue returns the pointer t holds if it is a *T, else nil.
+func TokenValue[T any](t Token) *T {
+	p, _ := t.p.(*T)
+	return p
+}
+
+// NewFuture returns the future that waits on w with tok.
+func NewFuture(w Waiter, tok Token) Future { return Future{w: w, tok: tok} }
 
 // IsZero reports whether f is the zero Future, which a failed Publish
 // returns.
@@ -85,7 +99,7 @@ func (f Future) Get(ctx context.Context) error {
 	if f.w == nil {
 		return errNoFuture
 	}
-	return f.w.Wait(ctx, f.arg)
+	return f.w.Wait(ctx, f.tok)
 }
 
 // BatchPublisher publishes many messages and collects their acks. It is

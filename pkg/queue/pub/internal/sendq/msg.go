@@ -205,11 +205,13 @@ func (m *Msg) Failure() error {
 	return nil
 }
 
-// Wait implements queue.Waiter; arg holds m's batch outcome, if m was
-// one of its batch's own (see result). The fast path is an atomic load
-// or two; only a caller that must wait allocates a channel.
-func (m *Msg) Wait(ctx context.Context, arg any) error {
-	o, _ := arg.(*outcome)
+// Wait implements queue.Waiter; tok holds m's batch outcome, if m was
+// one of its batch's own (see result): m's memory may carry another
+// message by the time its future is asked, the outcome never does. The
+// fast path is an atomic load or two; only a caller that must wait
+// allocates a channel.
+func (m *Msg) Wait(ctx context.Context, tok queue.Token) error {
+	o := queue.TokenValue[outcome](tok)
 	if err, ok := m.result(o); ok {
 		return err
 	}
@@ -241,9 +243,9 @@ func (m *Msg) Wait(ctx context.Context, arg any) error {
 // future is m's future; o is its batch's outcome, or nil.
 func (m *Msg) future(o *outcome) queue.Future {
 	if o == nil {
-		return queue.NewFuture(m, nil)
+		return queue.NewFuture(m, queue.Token{})
 	}
-	return queue.NewFuture(m, o)
+	return queue.NewFuture(m, queue.MakeToken(o))
 }
 
 // Future is the future of m, a message that is not one of a batch's own
