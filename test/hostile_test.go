@@ -3,15 +3,15 @@ package test
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"testing"
 	"time"
 
+	"github.com/banyand-io/banyand/pkg/wire"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -215,14 +215,14 @@ func hostileRaw() []hostile {
 			cs := openRaw(t, h.conn)
 			f := good(1, h.element())
 			r := new(streamv1.WriteResponse)
-			if err := cs.SendMsg(&f); err != nil {
+			if err := cs.SendMsg(&wire.Frame{Raw: f}); err != nil {
 				t.Fatal(err)
 			}
 			if err := cs.RecvMsg(r); err != nil || r.GetStatus() != modelv1.Status_STATUS_SUCCEED.String() {
 				t.Fatalf("good write: %v %v", r, err)
 			}
 			f = []byte{0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff} // varint of 11 bytes
-			_ = cs.SendMsg(&f)
+			_ = cs.SendMsg(&wire.Frame{Raw: f})
 			wantCode(t, cs.RecvMsg(r), codes.Internal)
 		}},
 		{"zero-length frame", func(t *testing.T, h *hostileEnv) {
@@ -382,33 +382,11 @@ func sendStream(t *testing.T, conn *grpc.ClientConn, reqs []*streamv1.WriteReque
 	}
 }
 
-// rawCodec sends []byte frames as they are and decodes answers as protobuf.
-type rawCodec struct{}
-
-func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
-	b, ok := v.(*[]byte)
-	if !ok {
-		return nil, fmt.Errorf("rawCodec: cannot send %T", v)
-	}
-	return mem.BufferSlice{mem.SliceBuffer(*b)}, nil
-}
-
-func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	m, ok := v.(proto.Message)
-	if !ok {
-		return fmt.Errorf("rawCodec: cannot decode into %T", v)
-	}
-	return proto.Unmarshal(data.Materialize(), m)
-}
-
-// Name is "proto": the server picks its codec by this name.
-func (rawCodec) Name() string { return "proto" }
-
 // openRaw opens a stream Write call that sends []byte frames as they are.
 func openRaw(t *testing.T, conn *grpc.ClientConn) grpc.ClientStream {
 	t.Helper()
 	desc := &grpc.StreamDesc{StreamName: "Write", ClientStreams: true, ServerStreams: true}
-	cs, err := conn.NewStream(ctxT(t), desc, streamv1.StreamService_Write_FullMethodName, grpc.ForceCodecV2(rawCodec{}))
+	cs, err := conn.NewStream(ctxT(t), desc, streamv1.StreamService_Write_FullMethodName, grpc.ForceCodecV2(wire.Codec()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +398,7 @@ func sendRaw(t *testing.T, conn *grpc.ClientConn, frames [][]byte) ([]*streamv1.
 	t.Helper()
 	cs := openRaw(t, conn)
 	for _, f := range frames {
-		if err := cs.SendMsg(&f); err != nil {
+		if err := cs.SendMsg(&wire.Frame{Raw: f}); err != nil {
 			break
 		}
 	}

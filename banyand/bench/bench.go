@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
+	"github.com/banyand-io/banyand/pkg/wire"
 )
 
 // drainGrace is how long an interrupted run (ctx cancelled) still waits for
@@ -70,7 +71,7 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Report, erro
 	conn, err := grpc.NewClient(target,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithInitialWindowSize(4<<20), grpc.WithInitialConnWindowSize(8<<20),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.ForceCodecV2(newCodec())))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.ForceCodecV2(wire.Codec())))
 	if err != nil {
 		return Report{}, fmt.Errorf("%w: %s: %w", ErrUnreachable, target, err)
 	}

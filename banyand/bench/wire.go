@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"strconv"
 
-	"google.golang.org/grpc/encoding"
-	"google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	protoapi "google.golang.org/protobuf/proto"
 
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	"github.com/banyand-io/banyand/pkg/wire"
 )
 
 // The load tool encodes its write requests and decodes the responses at
@@ -21,74 +20,28 @@ import (
 // what a BanyanDB client would send; the tool just spends less of the
 // CPUs it shares with the server on building them.
 
-// wireRequest is an encoded write request, sent as is.
-type wireRequest struct{ b []byte }
-
 // wireResponse is the part of a write response the tool reads.
 type wireResponse struct {
 	id     uint64
 	status string
 }
 
-// codec is grpc's proto codec plus the two wire types above.
-type codec struct{ std encoding.CodecV2 }
-
-func newCodec() codec { return codec{std: encoding.GetCodecV2(proto.Name)} }
-
-func (c codec) Name() string { return proto.Name }
-
-func (c codec) Marshal(v any) (mem.BufferSlice, error) {
-	if r, ok := v.(*wireRequest); ok {
-		// gRPC writes it after SendMsg returns: b is not reused.
-		return mem.BufferSlice{mem.SliceBuffer(r.b)}, nil
-	}
-	return c.std.Marshal(v)
-}
-
-func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
-	r, ok := v.(*wireResponse)
-	if !ok {
-		return c.std.Unmarshal(data, v)
-	}
+// UnmarshalWire implements wire.Unmarshaler: the response is read in
+// place, with no allocation for the usual status.
+func (r *wireResponse) UnmarshalWire(data mem.BufferSlice) error {
 	var b []byte
 	if len(data) == 1 {
 		b = data[0].ReadOnlyData()
 	} else {
 		b = data.Materialize()
 	}
-	return r.parse(b)
-}
-
-var errResponse = errors.New("malformed write response")
-
-// parse reads message_id (1) and status (2) of a stream or measure
-// WriteResponse; metadata (3) and unknown fields are skipped.
-func (r *wireResponse) parse(b []byte) error {
-	*r = wireResponse{}
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return fmt.Errorf("%w: %w", errResponse, protowire.ParseError(n))
-		}
-		b = b[n:]
-		switch {
-		case num == 1 && typ == protowire.VarintType:
-			r.id, n = protowire.ConsumeVarint(b)
-		case num == 2 && typ == protowire.BytesType:
-			var v []byte
-			v, n = protowire.ConsumeBytes(b)
-			if string(v) == statusSucceed { // no allocation for the usual answer
-				r.status = statusSucceed
-			} else {
-				r.status = string(v)
-			}
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, b)
-		}
-		if n < 0 {
-			return fmt.Errorf("%w: field %d: %w", errResponse, num, protowire.ParseError(n))
-		}
-		b = b[n:]
+	var resp wire.WriteResponse
+	if err := wire.ParseWriteResponse(b, &resp); err != nil {
+		return fmt.Errorf("write response: %w", err)
+	}
+	r.id, r.status = resp.MessageID, statusSucceed
+	if string(resp.Status) != statusSucceed {
+		r.status = string(resp.Status)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	"github.com/banyand-io/banyand/pkg/wire"
 )
 
 func testMessages(t *testing.T, entities int) *messages {
@@ -82,7 +83,7 @@ func TestWireRequestsMatchProtoMarshal(t *testing.T) {
 }
 
 func TestWireResponseParse(t *testing.T) {
-	c := newCodec()
+	c := wire.Codec()
 	for _, resp := range []*streamv1.WriteResponse{
 		{MessageId: 7, Status: statusSucceed, Metadata: &commonv1.Metadata{Group: "g", Name: "n"}},
 		{MessageId: 1 << 50, Status: "STATUS_INVALID_TIMESTAMP"},

@@ -12,6 +12,7 @@ import (
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	"github.com/banyand-io/banyand/pkg/wire"
 )
 
 // Names in the schema the tool defines (see schema.go).
@@ -165,7 +166,7 @@ type wireWriter struct {
 
 func (s *wireWriter) send(id uint64, seq int64) (int, error) {
 	b := s.encode(id, seq, id == 1)
-	return len(b), s.ws.SendMsg(&wireRequest{b: b})
+	return len(b), s.ws.SendMsg(&wire.Frame{Raw: b})
 }
 
 func (s *wireWriter) recv() (uint64, string, error) {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/banyand-io/banyand/pkg/wire"
+
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -100,15 +102,15 @@ func TestGarbageEndsOnlyItsStream(t *testing.T) {
 	ctx := testContext(t)
 	desc := &grpc.StreamDesc{StreamName: "Write", ServerStreams: true, ClientStreams: true}
 	bad, err := conn.NewStream(ctx, desc, "/banyandb.stream.v1.StreamService/Write",
-		grpc.ForceCodecV2(rawCodec{}))
+		grpc.ForceCodecV2(wire.Codec()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Field 1 declared as 100 bytes long, with 2 following.
-	if err := bad.SendMsg(&frame{raw: []byte{0x0a, 100, 1, 2}}); err != nil {
+	if err := bad.SendMsg(&wire.Frame{Raw: []byte{0x0a, 100, 1, 2}}); err != nil {
 		t.Fatal(err)
 	}
-	err = bad.RecvMsg(&frame{})
+	err = bad.RecvMsg(&wire.Frame{})
 	if status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("garbage frame: got %v, want InvalidArgument", err)
 	}

@@ -128,3 +128,24 @@ func ParseWriteResponse(b []byte, r *WriteResponse) error {
 	}
 	return nil
 }
+
+// ParseRequestHead reads only message_id (3) and metadata (1) of a
+// stream.v1 or measure.v1 WriteRequest, checking the wire structure of
+// the request but not the contents of its fields: for a server that
+// answers writes without reading them (cmd/writesink).
+func ParseRequestHead(b []byte) (messageID uint64, metadata []byte, err error) {
+	for len(b) > 0 {
+		f, n, err := next(b)
+		if err != nil {
+			return 0, nil, err
+		}
+		b = b[n:]
+		switch {
+		case f.num == 1 && f.typ == protowire.BytesType:
+			metadata = f.v
+		case f.num == 3 && f.typ == protowire.VarintType:
+			messageID = f.x
+		}
+	}
+	return messageID, metadata, nil
+}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"google.golang.org/grpc/encoding"
-	"google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	protoapi "google.golang.org/protobuf/proto"
@@ -14,32 +12,20 @@ import (
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
 )
 
-// codec is the server's gRPC codec: grpc's proto codec, except that a
-// recvFrame carrying a Batch is decoded without copying each message.
-// The frame is copied once into a pooled buffer (see frameBuf) and every
-// message is a slice of it, so a batch allocates next to nothing (the
-// per-message copies were a third of the server's CPU, and a fresh buffer
-// per frame most of its garbage).
-type codec struct{ std encoding.CodecV2 }
-
 // recvFrame is what the receive loop reads into: the request and, when its
-// batch aliases a pooled buffer, that buffer, to release once acked.
+// batch aliases a pooled buffer, that buffer, to release once acked. It
+// decodes itself under wire.Codec: a frame carrying a Batch is decoded
+// without copying each message. The frame is copied once into a pooled
+// buffer (see frameBuf) and every message is a slice of it, so a batch
+// allocates next to nothing (the per-message copies were a third of the
+// server's CPU, and a fresh buffer per frame most of its garbage).
 type recvFrame struct {
 	req clusterv1.StreamRequest
 	buf *frameBuf
 }
 
-func newCodec() codec { return codec{std: encoding.GetCodecV2(proto.Name)} }
-
-func (c codec) Name() string { return proto.Name }
-
-func (c codec) Marshal(v any) (mem.BufferSlice, error) { return c.std.Marshal(v) }
-
-func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
-	f, ok := v.(*recvFrame)
-	if !ok {
-		return c.std.Unmarshal(data, v)
-	}
+// UnmarshalWire implements wire.Unmarshaler.
+func (f *recvFrame) UnmarshalWire(data mem.BufferSlice) error {
 	fb := getFrameBuf(data.Len())
 	data.CopyTo(fb.b)
 	aliased, err := decodeStreamRequest(fb.b, &f.req, fb)

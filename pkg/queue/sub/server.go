@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/banyand-io/banyand/pkg/wire"
+
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -194,7 +196,7 @@ func (s *Server) serverOptions() []grpc.ServerOption {
 	})
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(s.cfg.MaxRecvMsgSize),
-		grpc.ForceServerCodecV2(newCodec()),
+		grpc.ForceServerCodecV2(wire.Codec()),
 		// Large windows keep several big batches in flight on one stream;
 		// gRPC's 64 KiB default would make the publisher stop and wait.
 		grpc.InitialWindowSize(8 << 20),

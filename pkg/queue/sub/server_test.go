@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/banyand-io/banyand/pkg/wire"
+
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/encoding"
-	"google.golang.org/grpc/mem"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
 	"github.com/banyand-io/banyand/internal/poll"
@@ -269,22 +269,6 @@ func TestHalfCloseFlushesAcks(t *testing.T) {
 	}
 }
 
-// rawCodec sends bytes as they are, to put garbage on the wire.
-type rawCodec struct{}
-
-func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
-	return mem.BufferSlice{mem.SliceBuffer(*v.(*[]byte))}, nil
-}
-
-func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	*v.(*[]byte) = data.Materialize()
-	return nil
-}
-
-func (rawCodec) Name() string { return "proto" }
-
-var _ encoding.CodecV2 = rawCodec{}
-
 // TestBadFrames: an undecodable or oversized frame ends its own stream;
 // other streams, even on the same connection, keep being served.
 func TestBadFrames(t *testing.T) {
@@ -303,17 +287,17 @@ func TestBadFrames(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		desc := &grpc.StreamDesc{StreamName: "Stream", ServerStreams: true, ClientStreams: true}
-		s, err := conn.NewStream(ctx, desc, clusterv1.QueueService_Stream_FullMethodName, grpc.ForceCodecV2(rawCodec{}))
+		s, err := conn.NewStream(ctx, desc, clusterv1.QueueService_Stream_FullMethodName, grpc.ForceCodecV2(wire.Codec()))
 		if err != nil {
 			t.Fatal(err)
 		}
-		garbage := []byte{0xff, 0xff, 0xff, 0xff, 0x0f, 0x12, 0x99}
-		if err := s.SendMsg(&garbage); err != nil {
+		garbage := &wire.Frame{Raw: []byte{0xff, 0xff, 0xff, 0xff, 0x0f, 0x12, 0x99}}
+		if err := s.SendMsg(garbage); err != nil {
 			t.Fatal(err)
 		}
-		var resp []byte
+		var resp wire.Frame
 		if err := s.RecvMsg(&resp); err == nil {
-			t.Fatalf("garbage frame answered with %x, want the stream to end", resp)
+			t.Fatalf("garbage frame answered with %x, want the stream to end", resp.Raw)
 		}
 	})
 	other.batch(7, topic, time.Time{}, []byte("still here"))
