@@ -11,7 +11,7 @@ import (
 )
 
 func benchStreamRequest(b *testing.B) (*streamLayout, []byte) {
-	l := newTestCache(b).snapshot().streams[nameKey{testGroup, "s"}]
+	l := newTestCache(b).snapshot().streams[nameKey{Group: testGroup, Name: "s"}]
 	raw := mustMarshal(b, &streamv1.WriteRequest{Metadata: streamMD("s"), Element: el(ts0, fullBase(), extra()), MessageId: 1})
 	return l, raw
 }

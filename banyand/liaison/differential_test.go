@@ -37,7 +37,7 @@ type reference struct {
 	payload   []byte // on success
 }
 
-func referenceStream(cache *SchemaCache, primer *commonv1.Metadata, raw []byte) reference {
+func referenceStream(cache *layouts, primer *commonv1.Metadata, raw []byte) reference {
 	var req streamv1.WriteRequest
 	if proto.Unmarshal(raw, &req) != nil {
 		return reference{decodeErr: true}
@@ -47,7 +47,7 @@ func referenceStream(cache *SchemaCache, primer *commonv1.Metadata, raw []byte) 
 	if req.GetMetadata() != nil {
 		md = req.GetMetadata()
 	}
-	l := cache.snapshot().streams[nameKey{md.GetGroup(), md.GetName()}]
+	l := cache.snapshot().streams[nameKey{Group: md.GetGroup(), Name: md.GetName()}]
 	switch {
 	case l == nil:
 		ref.status = modelv1.Status_STATUS_NOT_FOUND
@@ -73,7 +73,7 @@ func referenceStream(cache *SchemaCache, primer *commonv1.Metadata, raw []byte) 
 	return ref
 }
 
-func referenceMeasure(cache *SchemaCache, primer *commonv1.Metadata, raw []byte) reference {
+func referenceMeasure(cache *layouts, primer *commonv1.Metadata, raw []byte) reference {
 	var req measurev1.WriteRequest
 	if proto.Unmarshal(raw, &req) != nil {
 		return reference{decodeErr: true}
@@ -83,7 +83,7 @@ func referenceMeasure(cache *SchemaCache, primer *commonv1.Metadata, raw []byte)
 	if req.GetMetadata() != nil {
 		md = req.GetMetadata()
 	}
-	l := cache.snapshot().measures[nameKey{md.GetGroup(), md.GetName()}]
+	l := cache.snapshot().measures[nameKey{Group: md.GetGroup(), Name: md.GetName()}]
 	switch {
 	case l == nil:
 		ref.status = modelv1.Status_STATUS_NOT_FOUND
@@ -168,7 +168,7 @@ func compare[Resp answer](t testing.TB, raw []byte, res writeResult[Resp], ref r
 
 // differ runs the differential check for one kind of write.
 type differ struct {
-	cache  *SchemaCache
+	cache  *layouts
 	primer []byte
 	md     *commonv1.Metadata
 	stream bool
@@ -189,7 +189,7 @@ func newDiffer(t testing.TB, stream bool) *differ {
 func (d *differ) check(t testing.TB, raw []byte) {
 	t.Helper()
 	q := &fakeQueue{}
-	svc := NewServices(WriteConfig{}, Deps{Logger: discardLogger, Schema: d.cache, Queue: q})
+	svc := NewServices(WriteConfig{}, Deps{Logger: discardLogger, Schema: d.cache.src, Queue: q})
 	if d.stream {
 		res := runStreamWrite(svc, q, d.primer, raw)
 		compare(t, raw, res, referenceStream(d.cache, d.md, raw), func() proto.Message { return new(clusterv1.StreamWrite) })

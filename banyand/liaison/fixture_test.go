@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/banyand-io/banyand/banyand/schema"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
@@ -24,8 +26,8 @@ import (
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 	"github.com/banyand-io/banyand/pkg/queue"
-	"github.com/banyand-io/banyand/pkg/wire"
 	"github.com/banyand-io/banyand/pkg/registry"
+	"github.com/banyand-io/banyand/pkg/wire"
 )
 
 // The test schema: group "g" with 4 shards; stream "s" (entity in two
@@ -98,11 +100,11 @@ func testMeasureSchema() *databasev1.Measure {
 	}
 }
 
-// newTestCache returns a SchemaCache holding the test schema, filled the
-// way the registry watch fills it.
-func newTestCache(t testing.TB) *SchemaCache {
+// newTestSchema returns a schema cache holding the test schema, filled
+// the way the registry watch fills it.
+func newTestSchema(t testing.TB) *schema.Cache {
 	t.Helper()
-	c := NewSchemaCache(discardLogger, nil)
+	c := schema.NewCache(nil)
 	var objs []registry.Object
 	for _, m := range []proto.Message{testGroupSchema(), testStreamSchema(), testEntStreamSchema(), testMeasureSchema()} {
 		k, err := registry.KeyOf(m)
@@ -112,11 +114,18 @@ func newTestCache(t testing.TB) *SchemaCache {
 		objs = append(objs, registry.Object{Key: k, Revision: 10, Message: m})
 	}
 	c.Reset(objs, 10)
-	s := c.snapshot()
+	return c
+}
+
+// newTestCache returns the liaison's view of the test schema.
+func newTestCache(t testing.TB) *layouts {
+	t.Helper()
+	l := newLayouts(discardLogger, newTestSchema(t))
+	s := l.snapshot()
 	if len(s.streams) != 2 || len(s.measures) != 1 {
 		t.Fatalf("test schema not usable: %d streams, %d measures", len(s.streams), len(s.measures))
 	}
-	return c
+	return l
 }
 
 func streamMD(name string) *commonv1.Metadata {
@@ -309,7 +318,7 @@ type writeResult[Resp any] struct {
 var discardLogger = slog.New(slog.DiscardHandler)
 
 func newTestServices(t testing.TB, q *fakeQueue) *Services {
-	return NewServices(WriteConfig{}, Deps{Logger: discardLogger, Schema: newTestCache(t), Queue: q})
+	return NewServices(WriteConfig{}, Deps{Logger: discardLogger, Schema: newTestSchema(t), Queue: q})
 }
 
 // runStreamWrite runs one StreamService.Write over the wire messages raw.

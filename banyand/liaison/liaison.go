@@ -12,13 +12,14 @@ import (
 
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	"github.com/banyand-io/banyand/banyand/schema"
 	"github.com/banyand-io/banyand/pkg/queue"
 )
 
 // Deps are what the services need from the role.
 type Deps struct {
 	Logger *slog.Logger
-	Schema *SchemaCache
+	Schema *schema.Cache
 	Queue  queue.Client
 	// Counters count client writes; nil counts nothing.
 	Counters WriteCounters
@@ -43,8 +44,9 @@ func NewServices(cfg WriteConfig, deps Deps) *Services {
 	if counters == nil {
 		counters = noWriteCounters{}
 	}
-	w := writer{logger: logger, schema: deps.Schema, queue: deps.Queue, cfg: cfg, counters: counters}
-	q := &querier{logger: logger, schema: deps.Schema, queue: deps.Queue}
+	view := newLayouts(logger, deps.Schema)
+	w := writer{logger: logger, schema: view, queue: deps.Queue, cfg: cfg, counters: counters}
+	q := &querier{logger: logger, schema: view, queue: deps.Queue}
 	return &Services{
 		Stream:  &StreamService{writer: w, query: q},
 		Measure: &MeasureService{writer: w, query: q},

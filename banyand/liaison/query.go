@@ -17,7 +17,7 @@ import (
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
-	"github.com/banyand-io/banyand/banyand/storage"
+	"github.com/banyand-io/banyand/banyand/schema"
 	"github.com/banyand-io/banyand/pkg/queue"
 )
 
@@ -27,7 +27,7 @@ import (
 // orders by time and applies offset and limit.
 type querier struct {
 	logger *slog.Logger
-	schema *SchemaCache
+	schema *layouts
 	queue  queue.Client
 }
 
@@ -115,7 +115,7 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 	var all []keyed
 	seen := map[uint64]bool{}
 	for _, g := range req.GetGroups() {
-		l := snap.streams[nameKey{g, req.GetName()}]
+		l := snap.streams[nameKey{Group: g, Name: req.GetName()}]
 		if l == nil {
 			return nil, status.Errorf(codes.NotFound, "stream %s/%s does not exist", g, req.GetName())
 		}
@@ -154,7 +154,7 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 		}
 		return cmp.Compare(a.el.GetElementId(), b.el.GetElementId())
 	})
-	all = page(all, req.GetOffset(), req.GetLimit(), storage.DefaultStreamLimit)
+	all = page(all, req.GetOffset(), req.GetLimit(), schema.DefaultStreamLimit)
 	resp := &streamv1.QueryResponse{Elements: make([]*streamv1.Element, len(all))}
 	for i, k := range all {
 		resp.Elements[i] = k.el
@@ -181,7 +181,7 @@ func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest)
 	}
 	latest := map[seriesTime]*measurev1.DataPoint{}
 	for _, g := range req.GetGroups() {
-		l := snap.measures[nameKey{g, req.GetName()}]
+		l := snap.measures[nameKey{Group: g, Name: req.GetName()}]
 		if l == nil {
 			return nil, status.Errorf(codes.NotFound, "measure %s/%s does not exist", g, req.GetName())
 		}
@@ -225,7 +225,7 @@ func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest)
 		}
 		return cmp.Or(cmp.Compare(a.k.group, b.k.group), cmp.Compare(a.k.sid, b.k.sid))
 	})
-	all = page(all, req.GetOffset(), req.GetLimit(), storage.DefaultMeasureLimit)
+	all = page(all, req.GetOffset(), req.GetLimit(), schema.DefaultMeasureLimit)
 	resp := &measurev1.QueryResponse{DataPoints: make([]*measurev1.DataPoint, len(all))}
 	for i, k := range all {
 		resp.DataPoints[i] = k.dp

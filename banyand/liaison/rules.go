@@ -145,7 +145,7 @@ func (l *layout) prepare(p *wire.Point, keyBuf []byte) (prepared, *writeError) {
 }
 
 // entityValue converts a non-null tag value to its series-key form, the
-// same form data nodes compute from decoded values (storage.EntityValue),
+// same form data nodes compute from decoded values (schema.EntityValue),
 // so the keys the liaison routes by and the keys data nodes seek by agree.
 func entityValue(v *wire.Value) route.EntityValue {
 	switch v.Kind {

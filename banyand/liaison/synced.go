@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/banyand-io/banyand/banyand/schema"
 	"github.com/banyand-io/banyand/pkg/registry"
 )
 
@@ -24,13 +25,13 @@ const maxSchemaSync = 5 * time.Second
 // ReadYourWrites wraps store so that a Create, Update or Delete returns
 // only once this liaison's cache has seen it: a client that creates a
 // stream and writes to it right away is not told NOT_FOUND.
-func ReadYourWrites(store SchemaWriter, cache *SchemaCache) SchemaWriter {
+func ReadYourWrites(store SchemaWriter, cache *schema.Cache) SchemaWriter {
 	return &syncedStore{SchemaWriter: store, cache: cache}
 }
 
 type syncedStore struct {
 	SchemaWriter
-	cache *SchemaCache
+	cache *schema.Cache
 }
 
 func (s *syncedStore) wait(ctx context.Context, rev int64, err error) (int64, error) {

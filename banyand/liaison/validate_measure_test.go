@@ -159,7 +159,7 @@ func TestMeasureWriteValidation(t *testing.T) {
 				t.Errorf("answer metadata %v, want %v", resp.GetMetadata(), tc.md)
 			}
 
-			l := svc.Measure.schema.snapshot().measures[nameKey{tc.md.GetGroup(), tc.md.GetName()}]
+			l := svc.Measure.schema.snapshot().measures[nameKey{Group: tc.md.GetGroup(), Name: tc.md.GetName()}]
 
 			if tc.status != sSucceed {
 				if len(res.msgs) != 0 {

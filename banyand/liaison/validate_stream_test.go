@@ -205,7 +205,7 @@ func TestStreamWriteValidation(t *testing.T) {
 				t.Errorf("answer metadata %v, want %v", resp.GetMetadata(), tc.md)
 			}
 
-			l := svc.Stream.schema.snapshot().streams[nameKey{tc.md.GetGroup(), tc.md.GetName()}]
+			l := svc.Stream.schema.snapshot().streams[nameKey{Group: tc.md.GetGroup(), Name: tc.md.GetName()}]
 
 			if tc.status != sSucceed {
 				if len(res.msgs) != 0 {

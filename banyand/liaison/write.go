@@ -37,7 +37,7 @@ const internalError = modelv1.Status_STATUS_INTERNAL_ERROR
 // writer holds what every write service shares.
 type writer struct {
 	logger *slog.Logger
-	schema *SchemaCache
+	schema *layouts
 	queue  queue.Client
 	cfg    WriteConfig
 	// counters is never nil.
@@ -211,7 +211,7 @@ func (s *writeStream) handle(ctx context.Context, r *request, pub queue.BatchPub
 		return p
 	}
 	p.metadata, p.metadataRaw = md, s.md.raw
-	l := s.m.lookup(s.w.schema.snapshot(), nameKey{md.GetGroup(), md.GetName()})
+	l := s.m.lookup(s.w.schema.snapshot(), nameKey{Group: md.GetGroup(), Name: md.GetName()})
 	if l == nil {
 		p.err = notFound(s.m.name, md)
 		return p

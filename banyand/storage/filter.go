@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/banyand-io/banyand/banyand/schema"
+
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	"github.com/banyand-io/banyand/pkg/route"
 )
@@ -205,30 +207,6 @@ func kindName(v *modelv1.TagValue) string {
 	return "empty"
 }
 
-// EntityValue converts a tag value to its series-key form. It must agree
-// with the liaison's conversion when it computes series keys for writes:
-// null, str, int, str array, int array and binary map to the route kind of
-// the same name, and a timestamp to route.TimestampValue (Unix nanoseconds).
-func EntityValue(v *modelv1.TagValue) (route.EntityValue, error) {
-	switch x := v.GetValue().(type) {
-	case *modelv1.TagValue_Null:
-		return route.NullValue(), nil
-	case *modelv1.TagValue_Str:
-		return route.StrValue(x.Str.GetValue()), nil
-	case *modelv1.TagValue_Int:
-		return route.IntValue(x.Int.GetValue()), nil
-	case *modelv1.TagValue_StrArray:
-		return route.StrArrayValue(x.StrArray.GetValue()...), nil
-	case *modelv1.TagValue_IntArray:
-		return route.IntArrayValue(x.IntArray.GetValue()...), nil
-	case *modelv1.TagValue_BinaryData:
-		return route.BytesValue(x.BinaryData), nil
-	case *modelv1.TagValue_Timestamp:
-		return route.TimestampValue(x.Timestamp.AsTime()), nil
-	}
-	return route.EntityValue{}, fmt.Errorf("tag value has no value")
-}
-
 // seriesKey computes the series key of name when eq fixes every entity tag;
 // ok is false when it does not (the query must scan every series).
 func seriesKey(name string, entity []string, eq map[string]*modelv1.TagValue) (key []byte, ok bool) {
@@ -241,7 +219,7 @@ func seriesKey(name string, entity []string, eq map[string]*modelv1.TagValue) (k
 		if !found {
 			return nil, false
 		}
-		ev, err := EntityValue(v)
+		ev, err := schema.EntityValue(v)
 		if err != nil {
 			return nil, false
 		}

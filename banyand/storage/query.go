@@ -18,13 +18,6 @@ import (
 	"github.com/banyand-io/banyand/pkg/queue"
 )
 
-// Default limits when a query's limit is 0, as in BanyanDB v0.10
-// (pkg/query/logical/{stream,measure}: defaultLimit).
-const (
-	DefaultStreamLimit  = 20
-	DefaultMeasureLimit = 100
-)
-
 // errInvalidQuery wraps queue.ErrInvalidMessage: re-sending the same query
 // cannot succeed.
 var errInvalidQuery = fmt.Errorf("%w: invalid query", queue.ErrInvalidMessage)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/banyand-io/banyand/banyand/schema"
+
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -20,7 +22,7 @@ import (
 // request.name in the request's groups with a timestamp in [begin, end)
 // that match the criteria, projected, ordered by time (ascending unless
 // SORT_DESC) and cut to the first offset+limit (limit 0 means
-// DefaultStreamLimit). The offset is not skipped here: the liaison merges
+// schema.DefaultStreamLimit). The offset is not skipped here: the liaison merges
 // the replies of several nodes and skips it once.
 //
 // When the criteria fix every entity tag with EQ under AND, the query
@@ -36,16 +38,16 @@ func (s *Store) queryStream(ctx context.Context, q *clusterv1.StreamQuery, force
 }
 
 func (s *Store) doQueryStream(ctx context.Context, q *clusterv1.StreamQuery, forceScan bool) (*streamv1.QueryResponse, error) {
-	req, schema := q.GetRequest(), q.GetSchema()
-	if req == nil || schema == nil {
+	req, def := q.GetRequest(), q.GetSchema()
+	if req == nil || def == nil {
 		return nil, fmt.Errorf("%w: stream query needs a request and a schema", errInvalidQuery)
 	}
 	p := &plan{kind: tsdb.KindStream}
 	if err := p.common(req.GetGroups(), req.GetName(), req.GetTimeRange(), req.GetOrderBy(),
-		req.GetOffset(), req.GetLimit(), DefaultStreamLimit); err != nil {
+		req.GetOffset(), req.GetLimit(), schema.DefaultStreamLimit); err != nil {
 		return nil, err
 	}
-	layout := newTagLayout(schema.GetTagFamilies())
+	layout := newTagLayout(def.GetTagFamilies())
 	crit, err := compileCriteria(req.GetCriteria(), layout)
 	if err != nil {
 		return nil, err
@@ -55,7 +57,7 @@ func (s *Store) doQueryStream(ctx context.Context, q *clusterv1.StreamQuery, for
 		return nil, err
 	}
 	if !forceScan {
-		p.series, _ = seriesKey(p.name, schema.GetEntity().GetTagNames(), crit.eq)
+		p.series, _ = seriesKey(p.name, def.GetEntity().GetTagNames(), crit.eq)
 	}
 	if crit.match != nil {
 		var ev streamv1.ElementValue
@@ -87,7 +89,7 @@ func (s *Store) doQueryStream(ctx context.Context, q *clusterv1.StreamQuery, for
 }
 
 // QueryMeasure is QueryStream for measures (limit 0 means
-// DefaultMeasureLimit): data points with the projected tags and fields, their
+// schema.DefaultMeasureLimit): data points with the projected tags and fields, their
 // version, and sid = xxhash64 of the series key. Group by, aggregation and
 // top-N are ErrUnimplemented: the liaison would have to combine them across
 // nodes anyway.
@@ -101,8 +103,8 @@ func (s *Store) queryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, for
 }
 
 func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, forceScan bool) (*measurev1.QueryResponse, error) {
-	req, schema := q.GetRequest(), q.GetSchema()
-	if req == nil || schema == nil {
+	req, def := q.GetRequest(), q.GetSchema()
+	if req == nil || def == nil {
 		return nil, fmt.Errorf("%w: measure query needs a request and a schema", errInvalidQuery)
 	}
 	switch {
@@ -115,10 +117,10 @@ func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, f
 	}
 	p := &plan{kind: tsdb.KindMeasure}
 	if err := p.common(req.GetGroups(), req.GetName(), req.GetTimeRange(), req.GetOrderBy(),
-		req.GetOffset(), req.GetLimit(), DefaultMeasureLimit); err != nil {
+		req.GetOffset(), req.GetLimit(), schema.DefaultMeasureLimit); err != nil {
 		return nil, err
 	}
-	layout := newTagLayout(schema.GetTagFamilies())
+	layout := newTagLayout(def.GetTagFamilies())
 	crit, err := compileCriteria(req.GetCriteria(), layout)
 	if err != nil {
 		return nil, err
@@ -130,7 +132,7 @@ func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, f
 	fields := make([]int, 0, len(req.GetFieldProjection().GetNames()))
 	for _, name := range req.GetFieldProjection().GetNames() {
 		fi := -1
-		for i, f := range schema.GetFields() {
+		for i, f := range def.GetFields() {
 			if f.GetName() == name {
 				fi = i
 				break
@@ -142,7 +144,7 @@ func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, f
 		fields = append(fields, fi)
 	}
 	if !forceScan {
-		p.series, _ = seriesKey(p.name, schema.GetEntity().GetTagNames(), crit.eq)
+		p.series, _ = seriesKey(p.name, def.GetEntity().GetTagNames(), crit.eq)
 	}
 	if crit.match != nil {
 		var dp measurev1.DataPointValue
@@ -174,7 +176,7 @@ func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, f
 			out.Fields = make([]*measurev1.DataPoint_Field, len(fields))
 			for i, fi := range fields {
 				out.Fields[i] = &measurev1.DataPoint_Field{
-					Name:  schema.GetFields()[fi].GetName(),
+					Name:  def.GetFields()[fi].GetName(),
 					Value: fieldAt(dp.GetFields(), fi),
 				}
 			}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/banyand-io/banyand/banyand/schema"
+
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -282,7 +284,7 @@ func TestOrderAndLimit(t *testing.T) {
 		offset, limit uint32
 		want          []string
 	}{
-		{"default asc, default limit 20", nil, 0, 0, all[:DefaultStreamLimit]},
+		{"default asc, default limit 20", nil, 0, 0, all[:schema.DefaultStreamLimit]},
 		{"unspecified sort is asc", &modelv1.QueryOrder{}, 0, 5, all[:5]},
 		{"asc", &modelv1.QueryOrder{Sort: modelv1.Sort_SORT_ASC}, 0, 7, all[:7]},
 		{"desc", &modelv1.QueryOrder{Sort: modelv1.Sort_SORT_DESC}, 0, 7, rev[:7]},
@@ -310,8 +312,8 @@ func TestOrderAndLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(resp.GetDataPoints()) != DefaultMeasureLimit {
-		t.Fatalf("%d data points, want %d", len(resp.GetDataPoints()), DefaultMeasureLimit)
+	if len(resp.GetDataPoints()) != schema.DefaultMeasureLimit {
+		t.Fatalf("%d data points, want %d", len(resp.GetDataPoints()), schema.DefaultMeasureLimit)
 	}
 	for i, dp := range resp.GetDataPoints() {
 		if got, want := dp.GetFields()[0].GetValue().GetInt().GetValue(), int64(149-i); got != want {

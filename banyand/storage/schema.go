@@ -2,30 +2,12 @@ package storage
 
 import (
 	"fmt"
-	"time"
 
 	"google.golang.org/protobuf/types/known/structpb"
 
-	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 )
-
-// IntervalDuration converts a group's segment_interval or ttl to a
-// duration; ok is false for a missing or unspecified rule.
-func IntervalDuration(r *commonv1.IntervalRule) (d time.Duration, ok bool) {
-	if r == nil || r.GetNum() == 0 {
-		return 0, false
-	}
-	switch r.GetUnit() {
-	case commonv1.IntervalRule_UNIT_HOUR:
-		return time.Duration(r.GetNum()) * time.Hour, true
-	case commonv1.IntervalRule_UNIT_DAY:
-		return time.Duration(r.GetNum()) * 24 * time.Hour, true
-	default:
-		return 0, false
-	}
-}
 
 // tagRef locates a tag in stored values: written tag values are positional,
 // family by family, in the schema's order.

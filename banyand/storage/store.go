@@ -80,7 +80,7 @@ func (c *Config) Validate() error {
 // must be cheap and safe for concurrent use.
 type GroupOptions interface {
 	// SegmentInterval is the group's resource_opts.segment_interval (see
-	// IntervalDuration); 0 for an unknown group means tsdb.DefaultSegmentInterval.
+	// schema.IntervalDuration); 0 for an unknown group means tsdb.DefaultSegmentInterval.
 	SegmentInterval(group string) time.Duration
 }
 
@@ -185,7 +185,7 @@ func (s *Store) DB() (*tsdb.DB, error) {
 
 // DropExpired deletes every segment older than its group's TTL (see
 // tsdb.DB.DropExpired); groups missing from ttlByGroup keep their data. The
-// role calls it periodically with TTLs from the schema (IntervalDuration of
+// role calls it periodically with TTLs from the schema (schema.IntervalDuration of
 // resource_opts.ttl). It returns how many segments were dropped.
 func (s *Store) DropExpired(now time.Time, ttlByGroup map[string]time.Duration) (int, error) {
 	db, err := s.DB()

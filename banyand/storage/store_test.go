@@ -18,7 +18,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
-	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
@@ -378,28 +377,6 @@ func TestListeners(t *testing.T) {
 	var mr measurev1.QueryResponse
 	if res.Errs != nil || proto.Unmarshal(res.Replies[0], &mr) != nil || len(mr.GetDataPoints()) != 1 {
 		t.Fatalf("measure query: errs %v, %d points", res.Errs, len(mr.GetDataPoints()))
-	}
-}
-
-func TestIntervalDuration(t *testing.T) {
-	for _, tc := range []struct {
-		unit commonv1.IntervalRule_Unit
-		num  uint32
-		want time.Duration
-		ok   bool
-	}{
-		{commonv1.IntervalRule_UNIT_HOUR, 6, 6 * time.Hour, true},
-		{commonv1.IntervalRule_UNIT_DAY, 7, 7 * 24 * time.Hour, true},
-		{commonv1.IntervalRule_UNIT_DAY, 0, 0, false},
-		{commonv1.IntervalRule_UNIT_UNSPECIFIED, 3, 0, false},
-	} {
-		got, ok := IntervalDuration(&commonv1.IntervalRule{Unit: tc.unit, Num: tc.num})
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("%v×%d: %v %v, want %v %v", tc.unit, tc.num, got, ok, tc.want, tc.ok)
-		}
-	}
-	if _, ok := IntervalDuration(nil); ok {
-		t.Error("nil rule is ok")
 	}
 }
 
