@@ -26,6 +26,7 @@ import (
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 	"github.com/banyand-io/banyand/banyand/roles"
+	"github.com/banyand-io/banyand/banyand/security"
 	"github.com/banyand-io/banyand/pkg/registry/etcd"
 	"github.com/banyand-io/banyand/pkg/registry/etcd/etcdtest"
 	"github.com/banyand-io/banyand/pkg/run"
@@ -69,16 +70,16 @@ func startSecureCluster(t *testing.T, dataNodes int) *secureCluster {
 		s.Etcd.Endpoints = []string{srv.URL()}
 		s.Etcd.TLSCAFile, s.Etcd.TLSCertFile, s.Etcd.TLSKeyFile = c.caFile, etcdClientCert, etcdClientKey
 		cert, key := ca.IssueFiles(dir, s.NodeName)
-		s.ClusterTLS = roles.ClusterServerTLS{CertFile: cert, KeyFile: key, CAFile: c.caFile}
+		s.ClusterTLS = security.ClusterServerTLS{CertFile: cert, KeyFile: key, CAFile: c.caFile}
 		runStorage(t, &s)
 	}
 
 	l := newLiaison(srv.URL())
 	l.Etcd.TLSCAFile, l.Etcd.TLSCertFile, l.Etcd.TLSKeyFile = c.caFile, etcdClientCert, etcdClientKey
 	clusterCert, clusterKey := ca.IssueFiles(dir, "liaison-cluster")
-	l.ClusterTLS = roles.ClusterClientTLS{CAFile: c.caFile, CertFile: clusterCert, KeyFile: clusterKey}
+	l.ClusterTLS = security.ClusterClientTLS{CAFile: c.caFile, CertFile: clusterCert, KeyFile: clusterKey}
 	apiCert, apiKey := ca.IssueFiles(dir, "liaison-api")
-	l.SetClientSecurity(roles.ClientSecurity{TLS: true, CertFile: apiCert, KeyFile: apiKey, AuthFile: writeAuthFile(t, dir)})
+	l.SetClientSecurity(security.ClientSecurity{TLS: true, CertFile: apiCert, KeyFile: apiKey, AuthFile: writeAuthFile(t, dir)})
 	runClientRole(t, "liaison", l)
 	c.liaisonAddr = l.ClientAddr()
 	return c
@@ -196,7 +197,7 @@ func TestClientAPICertificateRotation(t *testing.T) {
 
 	var sa roles.Standalone
 	sa.SetDefaults("127.0.0.1:0", t.TempDir())
-	sa.SetClientSecurity(roles.ClientSecurity{TLS: true, CertFile: certFile, KeyFile: keyFile})
+	sa.SetClientSecurity(security.ClientSecurity{TLS: true, CertFile: certFile, KeyFile: keyFile})
 	runClientRole(t, "standalone", &sa)
 
 	// servedSerial makes a new connection and returns the serial of the

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/banyand-io/banyand/banyand/liaison"
+	"github.com/banyand-io/banyand/banyand/security"
 	"github.com/banyand-io/banyand/pkg/wire"
 )
 
@@ -31,14 +32,14 @@ type serverFlags struct {
 	GRPCAddr       string
 	MaxRecvMsgSize int
 	AckTimeout     time.Duration
-	Security       ClientSecurity
+	Security       security.ClientSecurity
 }
 
 func (c *serverFlags) register(fs *pflag.FlagSet, defaultAddr string) {
 	fs.StringVar(&c.GRPCAddr, "grpc-addr", defaultAddr, "host:port of the BanyanDB-compatible client gRPC API")
 	fs.IntVar(&c.MaxRecvMsgSize, "max-recv-msg-size", DefaultMaxRecvSize, "largest gRPC message accepted from a client, in bytes; larger ones are refused with RESOURCE_EXHAUSTED")
 	fs.DurationVar(&c.AckTimeout, "ack-timeout", liaison.DefaultAckTimeout, "how long one write may wait for its data node's ack before the client gets an error status")
-	c.Security.register(fs)
+	c.Security.RegisterFlags(fs)
 }
 
 func (c *serverFlags) validate() error {
@@ -52,7 +53,7 @@ func (c *serverFlags) validate() error {
 	if c.AckTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--ack-timeout %s: must be positive", c.AckTimeout))
 	}
-	errs = append(errs, c.Security.validate())
+	errs = append(errs, c.Security.Validate())
 	return errors.Join(errs...)
 }
 
@@ -79,3 +80,9 @@ func checkAddr(flag, addr string) error {
 
 func registryDir(dataPath string) string { return filepath.Join(dataPath, "registry") }
 func storageDir(dataPath string) string  { return filepath.Join(dataPath, "storage") }
+
+// SetClientSecurity overrides the client API's TLS and auth flags (tests).
+func (l *Liaison) SetClientSecurity(c security.ClientSecurity) { l.server.Security = c }
+
+// SetClientSecurity overrides the client API's TLS and auth flags (tests).
+func (s *Standalone) SetClientSecurity(c security.ClientSecurity) { s.server.Security = c }

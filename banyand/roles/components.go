@@ -11,6 +11,8 @@ import (
 
 	"github.com/banyand-io/banyand/banyand/liaison"
 	"github.com/banyand-io/banyand/pkg/registry"
+	"github.com/banyand-io/banyand/pkg/registry/etcd"
+	"github.com/banyand-io/banyand/pkg/run"
 )
 
 // schemaWatch keeps a SchemaCache in step with the registry. Start returns
@@ -107,4 +109,25 @@ func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, 
 		return context.WithCancel(ctx)
 	}
 	return context.WithTimeout(ctx, d)
+}
+
+// etcdClientComponent closes the etcd client last. At start it checks
+// that etcd and this node accept each other's TLS certificates, so a
+// wrong CA or client certificate fails the start with a reason instead of
+// registry calls that only time out.
+func etcdClientComponent(cfg etcd.ClientConfig, closeClient func() error) run.Component {
+	return &funcComponent{
+		name: "etcd-client",
+		start: func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
+			defer cancel()
+			if err := etcd.CheckTLS(ctx, cfg); err != nil {
+				// A component that failed to start is not stopped.
+				_ = closeClient()
+				return err
+			}
+			return nil
+		},
+		stop: func(context.Context) error { return closeClient() },
+	}
 }

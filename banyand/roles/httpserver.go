@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 )
@@ -39,14 +38,6 @@ type httpServer struct {
 	mu  sync.Mutex
 	lis net.Listener
 	srv *http.Server
-}
-
-// newRoleRegistry is a role's metrics registry, with the Go runtime and
-// process collectors.
-func newRoleRegistry() *prometheus.Registry {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return reg
 }
 
 // registerPprofFlag registers --pprof, which every role has.
@@ -143,4 +134,12 @@ func (r readyMarker) Start(context.Context) error {
 func (r readyMarker) Stop(context.Context) error {
 	r.h.ready.Store(false)
 	return nil
+}
+
+// readiness is a role's self-reported health on the status page.
+func readiness(h *httpServer) string {
+	if h != nil && h.ready.Load() {
+		return "ready"
+	}
+	return "starting"
 }

@@ -18,6 +18,9 @@ import (
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	"github.com/banyand-io/banyand/banyand/liaison"
 	"github.com/banyand-io/banyand/banyand/metadata"
+	"github.com/banyand-io/banyand/banyand/metrics"
+	"github.com/banyand-io/banyand/banyand/security"
+	"github.com/banyand-io/banyand/banyand/status"
 	"github.com/banyand-io/banyand/pkg/queue/pub"
 	"github.com/banyand-io/banyand/pkg/registry/etcd"
 	"github.com/banyand-io/banyand/pkg/registry/node"
@@ -39,7 +42,7 @@ type Liaison struct {
 	Etcd     etcd.ClientConfig
 	Queue    pub.Config
 	// ClusterTLS secures the streams to the data nodes.
-	ClusterTLS ClusterClientTLS
+	ClusterTLS security.ClusterClientTLS
 
 	grpc *grpcServer
 	http *httpServer
@@ -53,12 +56,12 @@ func (l *Liaison) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&l.NodeName, "node-name", "", "this liaison's name in logs, in the data nodes' view and in the node registry, where it must be unique (default: derived from the bound client address)")
 	l.Etcd.RegisterFlags(fs)
 	l.Queue.RegisterFlags(fs)
-	l.ClusterTLS.register(fs)
+	l.ClusterTLS.RegisterFlags(fs)
 }
 
 // Validate implements cli.Role.
 func (l *Liaison) Validate() error {
-	errs := []error{l.server.validate(), l.Etcd.Validate(), l.Queue.Validate(), l.ClusterTLS.validate()}
+	errs := []error{l.server.validate(), l.Etcd.Validate(), l.Queue.Validate(), l.ClusterTLS.Validate()}
 	if l.HTTPAddr != "" {
 		errs = append(errs, checkAddr("--http-addr", l.HTTPAddr))
 	}
@@ -112,24 +115,24 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 	cache := liaison.NewSchemaCache(logger.With("component", "schema"), placement.SetGroups)
 	qcfg := l.Queue
 	qcfg.NodeName = name
-	sec := newSecurityMetrics(true)
-	if qcfg.TLS, err = l.ClusterTLS.config(logger, sec); err != nil {
+	sec := security.NewMetrics(true)
+	if qcfg.TLS, err = l.ClusterTLS.Config(logger, sec); err != nil {
 		_ = cli.Close()
 		return nil, err
 	}
-	batches := newPublisherObserver()
+	batches := metrics.NewPublisherObserver()
 	publisher := pub.New(qcfg, pub.Deps{Placement: router, Logger: logger.With("component", "publisher"), Observer: batches})
-	reg := newRoleRegistry()
-	metrics := registerLiaisonMetrics(reg, liaisonSources{
-		pubStats: publisher.Stats, pubBatch: batches, maxBytes: qcfg.MaxBytesPerNode, schema: store, cache: cache, nodeWatch: nodeWatcher.Stats, security: sec,
+	reg := metrics.NewRegistry()
+	roleMetrics := metrics.RegisterLiaison(reg, metrics.LiaisonSources{
+		PubStats: publisher.Stats, PubBatch: batches, MaxBytes: qcfg.MaxBytesPerNode, Schema: store, Cache: cache, NodeWatch: nodeWatcher.Stats, Security: sec,
 	})
 	services := liaison.NewServices(liaison.WriteConfig{AckTimeout: l.server.AckTimeout}, liaison.Deps{
-		Logger: logger.With("component", "liaison"), Schema: cache, Queue: publisher, Counters: metrics.writes,
+		Logger: logger.With("component", "liaison"), Schema: cache, Queue: publisher, Counters: roleMetrics.Writes,
 	})
-	watch := newNodeWatch(nodeWatcher, placement, logger, metrics.registryEvents)
+	watch := newNodeWatch(nodeWatcher, placement, logger, roleMetrics.RegistryEvents)
 	meta := metadata.New(liaison.ReadYourWrites(store, cache))
-	opts := append(l.server.clientServerOptions(), grpcServerOptions(metrics.grpc)...)
-	secOpts, err := l.server.Security.serverOptions(logger, sec)
+	opts := append(l.server.clientServerOptions(), metrics.GRPCServerOptions(roleMetrics.GRPC)...)
+	secOpts, err := l.server.Security.ServerOptions(logger, sec)
 	if err != nil {
 		_ = cli.Close()
 		return nil, err
@@ -139,19 +142,19 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 		meta.Register(s)
 		services.Register(s)
 	})
-	status := newStatusPage(statusSources{
-		self:     l.selfNode,
-		nodes:    watch.Nodes,
-		pubStats: publisher.Stats,
-		table:    router.Current,
-		writes:   reg,
+	page := status.New(status.Sources{
+		Self:     l.selfNode,
+		Nodes:    watch.Nodes,
+		PubStats: publisher.Stats,
+		Table:    router.Current,
+		Writes:   reg,
 	})
-	l.http = newHTTPServer(l.HTTPAddr, l.Pprof, logger, reg, status)
+	l.http = newHTTPServer(l.HTTPAddr, l.Pprof, logger, reg, page)
 	return []run.Component{
 		l.http,
-		status,
+		page,
 		etcdClientComponent(l.Etcd, cli.Close),
-		&schemaWatch{watcher: store, cache: cache, logger: logger, events: metrics.registryEvents},
+		&schemaWatch{watcher: store, cache: cache, logger: logger, events: roleMetrics.RegistryEvents},
 		watch,
 		&funcComponent{name: "publisher", stop: publisher.Close},
 		l.grpc,
@@ -264,8 +267,8 @@ func (w *nodeWatch) Stop(ctx context.Context) error {
 }
 
 // selfNode is this liaison as the status page lists it.
-func (l *Liaison) selfNode() statusNode {
-	return statusNode{
+func (l *Liaison) selfNode() status.Node {
+	return status.Node{
 		Name: l.registryName(), Roles: "liaison", GRPCAddr: l.ClientAddr(), HTTPAddr: l.HTTPBoundAddr(),
 		Health: readiness(l.http), Self: true,
 	}

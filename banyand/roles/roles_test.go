@@ -19,6 +19,7 @@ import (
 
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
+	"github.com/banyand-io/banyand/banyand/metrics"
 	"github.com/banyand-io/banyand/pkg/registry/node"
 	"github.com/banyand-io/banyand/pkg/run"
 )
@@ -132,7 +133,7 @@ func TestValidateRejectsBadFlags(t *testing.T) {
 func TestHTTPServerPprofOnlyWhenAsked(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, on := range []bool{false, true} {
-		h := newHTTPServer("127.0.0.1:0", on, logger, newRoleRegistry(), nil)
+		h := newHTTPServer("127.0.0.1:0", on, logger, metrics.NewRegistry(), nil)
 		if err := h.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,9 @@ import (
 
 	"github.com/banyand-io/banyand/banyand/liaison"
 	"github.com/banyand-io/banyand/banyand/metadata"
+	"github.com/banyand-io/banyand/banyand/metrics"
+	"github.com/banyand-io/banyand/banyand/security"
+	"github.com/banyand-io/banyand/banyand/status"
 	"github.com/banyand-io/banyand/banyand/storage"
 	"github.com/banyand-io/banyand/pkg/bus"
 	"github.com/banyand-io/banyand/pkg/registry/local"
@@ -88,18 +91,18 @@ func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 	q := bus.New(bus.Config{NodeName: "standalone"})
 	cache := liaison.NewSchemaCache(logger.With("component", "schema"), nil)
 	store := storage.New(s.engine.storageConfig(storageDir(s.DataPath)), cache, logger)
-	promReg := newRoleRegistry()
-	sec := newSecurityMetrics(true)
-	metrics := registerStandaloneMetrics(promReg, standaloneSources{
-		schema: reg, cache: cache, security: sec, engine: engineStatsOf(store),
+	promReg := metrics.NewRegistry()
+	sec := security.NewMetrics(true)
+	roleMetrics := metrics.RegisterStandalone(promReg, metrics.StandaloneSources{
+		Schema: reg, Cache: cache, Security: sec, Engine: metrics.EngineStatsOf(store),
 	})
 	services := liaison.NewServices(liaison.WriteConfig{AckTimeout: s.server.AckTimeout}, liaison.Deps{
-		Logger: logger.With("component", "liaison"), Schema: cache, Queue: q, Counters: metrics.writes,
+		Logger: logger.With("component", "liaison"), Schema: cache, Queue: q, Counters: roleMetrics.Writes,
 	})
-	listeners := metrics.listeners
+	listeners := roleMetrics.Listeners
 	meta := metadata.New(liaison.ReadYourWrites(reg, cache))
-	opts := append(s.server.clientServerOptions(), grpcServerOptions(metrics.grpc)...)
-	secOpts, err := s.server.Security.serverOptions(logger, sec)
+	opts := append(s.server.clientServerOptions(), metrics.GRPCServerOptions(roleMetrics.GRPC)...)
+	secOpts, err := s.server.Security.ServerOptions(logger, sec)
 	if err != nil {
 		return nil, err
 	}
@@ -108,22 +111,22 @@ func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 		meta.Register(srv)
 		services.Register(srv)
 	})
-	status := newStatusPage(statusSources{
-		self: func() statusNode {
-			return statusNode{Name: "standalone", Roles: "standalone", GRPCAddr: s.ClientAddr(),
+	page := status.New(status.Sources{
+		Self: func() status.Node {
+			return status.Node{Name: "standalone", Roles: "standalone", GRPCAddr: s.ClientAddr(),
 				HTTPAddr: s.HTTPBoundAddr(), Health: readiness(s.http), Self: true}
 		},
-		writes: promReg,
+		Writes: promReg,
 	})
-	s.http = newHTTPServer(s.HTTPAddr, s.Pprof, logger, promReg, status)
+	s.http = newHTTPServer(s.HTTPAddr, s.Pprof, logger, promReg, page)
 	return []run.Component{
 		s.http,
-		status,
+		page,
 		reg,
 		store,
 		&funcComponent{
 			name:  "bus",
-			start: func(context.Context) error { return listeners.subscribe(q, store.Listeners()) },
+			start: func(context.Context) error { return listeners.Subscribe(q, store.Listeners()) },
 			stop: func(ctx context.Context) error {
 				ctx, cancel := withDefaultTimeout(ctx, 10*time.Second)
 				defer cancel()
@@ -133,7 +136,7 @@ func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 				return nil
 			},
 		},
-		&schemaWatch{watcher: reg, cache: cache, logger: logger, events: metrics.registryEvents},
+		&schemaWatch{watcher: reg, cache: cache, logger: logger, events: roleMetrics.RegistryEvents},
 		&retention{store: store, ttls: cache.TTLs, logger: logger},
 		s.grpc,
 		readyMarker{s.http},

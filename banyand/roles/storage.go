@@ -17,6 +17,8 @@ import (
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	"github.com/banyand-io/banyand/banyand/liaison"
+	"github.com/banyand-io/banyand/banyand/metrics"
+	"github.com/banyand-io/banyand/banyand/security"
 	"github.com/banyand-io/banyand/banyand/storage"
 	"github.com/banyand-io/banyand/pkg/queue/sub"
 	"github.com/banyand-io/banyand/pkg/registry/etcd"
@@ -43,7 +45,7 @@ type Storage struct {
 	NodeTTL  time.Duration
 	Sub      sub.Config
 	// ClusterTLS secures the cluster protocol (Sub.TLS is built from it).
-	ClusterTLS ClusterServerTLS
+	ClusterTLS security.ClusterServerTLS
 	// DebugListenerDelay delays every write batch (hidden fault-injection
 	// flag --debug-listener-delay; see docs/design/faults.md).
 	DebugListenerDelay time.Duration
@@ -66,7 +68,7 @@ func (s *Storage) RegisterFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&s.NodeTTL, "node-lease-ttl", etcd.DefaultNodeTTL, "how long this node stays routable after it dies without deregistering (whole seconds)")
 	fs.IntVar(&s.Sub.MaxRecvMsgSize, "max-recv-msg-size", sub.DefaultMaxRecvMsgSize, "largest cluster-protocol batch accepted, in bytes")
 	s.Etcd.RegisterFlags(fs)
-	s.ClusterTLS.register(fs)
+	s.ClusterTLS.RegisterFlags(fs)
 	fs.DurationVar(&s.DebugListenerDelay, "debug-listener-delay", 0, "fault injection: wait this long before handling each write batch")
 	_ = fs.MarkHidden("debug-listener-delay")
 }
@@ -74,7 +76,7 @@ func (s *Storage) RegisterFlags(fs *pflag.FlagSet) {
 // Validate implements cli.Role.
 func (s *Storage) Validate() error {
 	errs := []error{checkAddr("--grpc-addr", s.GRPCAddr), s.Etcd.Validate(), s.Sub.Validate(),
-		(&etcd.NodeConfig{TTL: s.NodeTTL}).Validate(), s.ClusterTLS.validate()}
+		(&etcd.NodeConfig{TTL: s.NodeTTL}).Validate(), s.ClusterTLS.Validate()}
 	if s.AdvertiseAddr != "" {
 		errs = append(errs, checkAddr("--advertise-addr", s.AdvertiseAddr))
 	}
@@ -132,23 +134,23 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 	if subCfg.NodeName == "" {
 		subCfg.NodeName = s.NodeName
 	}
-	sec := newSecurityMetrics(false)
-	if err := s.ClusterTLS.apply(&subCfg, logger, sec); err != nil {
+	sec := security.NewMetrics(false)
+	if err := s.ClusterTLS.Apply(&subCfg, logger, sec); err != nil {
 		_ = cli.Close()
 		return nil, err
 	}
 	server := sub.New(subCfg, logger.With("component", "subscriber"))
-	reg := newRoleRegistry()
-	metrics := registerStorageMetrics(reg, storageSources{
-		schema: schema, cache: cache, registrar: registrar.Stats, security: sec, engine: engineStatsOf(store),
+	reg := metrics.NewRegistry()
+	roleMetrics := metrics.RegisterStorage(reg, metrics.StorageSources{
+		Schema: schema, Cache: cache, Registrar: registrar.Stats, Security: sec, Engine: metrics.EngineStatsOf(store),
 	})
 	s.http = newHTTPServer(s.HTTPAddr, s.Pprof, logger, reg, nil)
 
-	serveSub := &subscriberComponent{role: s, server: server, store: store, metrics: metrics.listeners, logger: logger}
+	serveSub := &subscriberComponent{role: s, server: server, store: store, metrics: roleMetrics.Listeners, logger: logger}
 	return []run.Component{
 		s.http,
 		etcdClientComponent(s.Etcd, cli.Close),
-		&schemaWatch{watcher: schema, cache: cache, logger: logger, events: metrics.registryEvents},
+		&schemaWatch{watcher: schema, cache: cache, logger: logger, events: roleMetrics.RegistryEvents},
 		store,
 		&retention{store: store, ttls: cache.TTLs, logger: logger},
 		serveSub,
@@ -162,14 +164,14 @@ type subscriberComponent struct {
 	role    *Storage
 	server  *sub.Server
 	store   *storage.Store
-	metrics *listenerMetrics
+	metrics *metrics.Listeners
 	logger  *slog.Logger
 }
 
 func (c *subscriberComponent) Name() string { return "subscriber" }
 
 func (c *subscriberComponent) Start(context.Context) error {
-	if err := c.metrics.subscribe(c.server, delayWrites(c.store.Listeners(), c.role.DebugListenerDelay)); err != nil {
+	if err := c.metrics.Subscribe(c.server, delayWrites(c.store.Listeners(), c.role.DebugListenerDelay)); err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
 	lis, err := net.Listen("tcp", c.role.GRPCAddr)
