@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/banyand-io/banyand/pkg/wire"
+
 	"google.golang.org/protobuf/proto"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
@@ -22,14 +24,14 @@ func TestCodecMatchesProtoMarshal(t *testing.T) {
 		"only messages":     {Messages: [][]byte{nil, nil}},
 		"big batch":         {BatchId: 1 << 40, Topic: "measure-write", Messages: big, DeadlineUnixNano: 1764500000000000000},
 	}
-	c := newCodec()
+	c := wire.Codec()
 	for name, b := range cases {
 		req := &clusterv1.StreamRequest{Frame: &clusterv1.StreamRequest_Batch{Batch: b}}
 		want, err := proto.Marshal(req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := c.Marshal(req)
+		got, err := c.Marshal(batchFrame{req})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

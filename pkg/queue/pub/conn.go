@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/banyand-io/banyand/pkg/wire"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/keepalive"
@@ -26,7 +28,7 @@ func (c *Client) dialOptions() []grpc.DialOption {
 		grpc.WithInitialConnWindowSize(16 << 20),
 		grpc.WithWriteBufferSize(512 << 10),
 		grpc.WithReadBufferSize(256 << 10),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(c.cfg.MaxRecvMsgSize), grpc.ForceCodecV2(newCodec())),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(c.cfg.MaxRecvMsgSize), grpc.ForceCodecV2(wire.Codec())),
 		// Pings find a peer that vanished without closing TCP when no
 		// stream is busy enough for the stall check to notice.
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 5 * time.Second}),

@@ -192,7 +192,7 @@ func (s *stream) sendLoop(ctx context.Context, st clientStream) error {
 		f.BatchId, f.Topic, f.DeadlineUnixNano = b.ID(), string(b.Topic()), b.Deadline()
 		f.Messages = b.Payloads()
 		k := b.Len() // b may be acked and reused as soon as Send returns
-		err := st.Send(s.req)
+		err := st.SendMsg(batchFrame{s.req})
 		f.Messages = nil
 		if err != nil {
 			return fmt.Errorf("node %s: sending batch: %w", n.name, err)
