@@ -1,9 +1,10 @@
 package liaison
 
 import (
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/banyand-io/banyand/banyand/schema"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -18,24 +19,6 @@ import (
 // (proto.Unmarshal's result), as a client reading BanyanDB's API would
 // state them. The differential tests hold the write path, which applies
 // the rules to wire-level values, to this.
-
-func refEntityOf(v *modelv1.TagValue) (route.EntityValue, error) {
-	switch x := v.GetValue().(type) {
-	case *modelv1.TagValue_Str:
-		return route.StrValue(x.Str.GetValue()), nil
-	case *modelv1.TagValue_Int:
-		return route.IntValue(x.Int.GetValue()), nil
-	case *modelv1.TagValue_StrArray:
-		return route.StrArrayValue(x.StrArray.GetValue()...), nil
-	case *modelv1.TagValue_IntArray:
-		return route.IntArrayValue(x.IntArray.GetValue()...), nil
-	case *modelv1.TagValue_BinaryData:
-		return route.BytesValue(x.BinaryData), nil
-	case *modelv1.TagValue_Timestamp:
-		return route.TimestampValue(x.Timestamp.AsTime()), nil
-	}
-	return route.EntityValue{}, errors.New("tag value has no value")
-}
 
 func refTimestamp(ts *timestamppb.Timestamp) *writeError {
 	if ts == nil {
@@ -97,7 +80,7 @@ func refFieldMatches(t databasev1.FieldType, v *modelv1.FieldValue) bool {
 // liaison routes by and the keys data nodes seek by always agree.
 func refEntityValue(ref tagRef, v *modelv1.TagValue) (route.EntityValue, *writeError) {
 	if _, null := v.GetValue().(*modelv1.TagValue_Null); !null {
-		if ev, err := refEntityOf(v); err == nil {
+		if ev, err := schema.EntityValue(v); err == nil {
 			return ev, nil
 		}
 	}
