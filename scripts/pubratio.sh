@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures issue 4's publisher target the way docs/performance.md reports
+# Measures the publisher's target the way docs/performance.md reports
 # it: the publisher's throughput as a fraction of the raw-gRPC baseline's.
 #
 #   scripts/pubratio.sh [rounds] [messages]      defaults: 16 rounds, 10000000

@@ -242,7 +242,7 @@ const gatherIdle = 10
 // that starts before they do takes only what is already queued, and the
 // rest wait for one more. At moderate load that made a sync, and the
 // context switches around it, nearly one a batch (docs/performance.md,
-// session 7). It does not wait when that cannot help: a lone writer's
+// "Group commit"). It does not wait when that cannot help: a lone writer's
 // previous sync took its one record, which is queued; a sync that has
 // enough records needs no more; and after gatherIdle gather times without
 // a sync, the writers of the last one are not about to come back. (A
