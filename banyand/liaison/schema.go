@@ -98,11 +98,3 @@ func (p *Placement) update() {
 	}
 	p.logger.Debug("placement updated", "version", t.Version(), "nodes", len(p.nodes), "groups", len(p.groups))
 }
-
-// SchemaCache is the schema cache the liaison reads (schema.Cache).
-type SchemaCache = schema.Cache
-
-// NewSchemaCache returns an empty schema cache (schema.NewCache).
-func NewSchemaCache(_ *slog.Logger, onGroups func([]route.Group)) *SchemaCache {
-	return schema.NewCache(onGroups)
-}

@@ -4,70 +4,63 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/banyand-io/banyand/banyand/liaison"
+	"github.com/banyand-io/banyand/banyand/schema"
 	"github.com/banyand-io/banyand/pkg/registry"
 	"github.com/banyand-io/banyand/pkg/registry/etcd"
 	"github.com/banyand-io/banyand/pkg/run"
 )
 
-// schemaWatch keeps a SchemaCache in step with the registry. Start returns
-// once the cache holds a full snapshot, so the services behind it never
-// answer NOT_FOUND for a schema that exists but was not loaded yet.
-type schemaWatch struct {
-	watcher registry.Watcher
-	cache   *liaison.SchemaCache
-	logger  *slog.Logger
-	events  *prometheus.CounterVec // banyand_registry_events_total; nil counts nothing
+// registryWatch runs one registry watch in the background as a
+// component. Start returns once the watch has applied its first snapshot,
+// so the services behind it never answer for a registry they have not
+// read yet (NOT_FOUND for a schema that exists, no node for a shard);
+// Stop cancels the watch and waits for it.
+type registryWatch struct {
+	name string
+	// watch runs until ctx is done, calling first once it applied its
+	// first snapshot.
+	watch func(ctx context.Context, first func()) error
 
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the watch returned, with err set
-	err    error
+	firstOnce sync.Once
+	first     chan struct{}
+	cancel    context.CancelFunc
+	done      chan struct{} // closed when the watch returned, with err set
+	err       error
 }
 
-func (w *schemaWatch) Name() string { return "schema-watch" }
-
-// countingHandler counts the schema events it passes on.
-type countingHandler struct {
-	registry.Handler
-	events *prometheus.CounterVec
+func newRegistryWatch(name string, watch func(ctx context.Context, first func()) error) *registryWatch {
+	return &registryWatch{name: name, watch: watch, first: make(chan struct{})}
 }
 
-func (h countingHandler) Apply(rev int64, events []registry.Event) {
-	if h.events != nil {
-		for _, ev := range events {
-			h.events.WithLabelValues("schema", ev.Type.String()).Inc()
-		}
-	}
-	h.Handler.Apply(rev, events)
-}
+func (w *registryWatch) Name() string { return w.name }
 
-func (w *schemaWatch) Start(ctx context.Context) error {
+func (w *registryWatch) Start(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
 	w.done = make(chan struct{})
 	go func() {
-		w.err = w.watcher.Watch(wctx, countingHandler{Handler: w.cache, events: w.events})
-		close(w.done)
+		defer close(w.done)
+		w.err = w.watch(wctx, func() { w.firstOnce.Do(func() { close(w.first) }) })
 	}()
 	select {
-	case <-w.cache.Ready():
+	case <-w.first:
 		return nil
 	case <-w.done:
 		cancel()
-		return fmt.Errorf("schema watch ended before the first snapshot: %w", w.err)
+		return fmt.Errorf("%s ended before the first snapshot: %w", w.name, w.err)
 	case <-ctx.Done():
 		cancel()
 		<-w.done
-		return fmt.Errorf("waiting for the schema snapshot: %w", ctx.Err())
+		return fmt.Errorf("%s: waiting for the first snapshot: %w", w.name, ctx.Err())
 	}
 }
 
-func (w *schemaWatch) Stop(ctx context.Context) error {
+func (w *registryWatch) Stop(ctx context.Context) error {
 	w.cancel()
 	select {
 	case <-w.done:
@@ -78,6 +71,35 @@ func (w *schemaWatch) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// newSchemaWatch keeps cache in step with the schema registry.
+func newSchemaWatch(watcher registry.Watcher, cache *schema.Cache, events *prometheus.CounterVec) *registryWatch {
+	return newRegistryWatch("schema-watch", func(ctx context.Context, first func()) error {
+		return watcher.Watch(ctx, schemaHandler{Handler: cache, events: events, first: first})
+	})
+}
+
+// schemaHandler counts the schema events it passes on and reports the
+// first snapshot.
+type schemaHandler struct {
+	registry.Handler
+	events *prometheus.CounterVec // banyand_registry_events_total; nil counts nothing
+	first  func()
+}
+
+func (h schemaHandler) Reset(objs []registry.Object, rev int64) {
+	h.Handler.Reset(objs, rev)
+	h.first()
+}
+
+func (h schemaHandler) Apply(rev int64, events []registry.Event) {
+	if h.events != nil {
+		for _, ev := range events {
+			h.events.WithLabelValues("schema", ev.Type.String()).Inc()
+		}
+	}
+	h.Handler.Apply(rev, events)
 }
 
 // funcComponent adapts closures to run's optional interfaces.

@@ -8,10 +8,11 @@ import (
 	"net"
 	"sync"
 
-	"github.com/banyand-io/banyand/pkg/grpchealth"
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
+
+	"github.com/banyand-io/banyand/pkg/grpchealth"
 )
 
 // grpcServer is a run component serving a grpc.Server on one address, with

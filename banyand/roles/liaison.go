@@ -3,11 +3,12 @@ package roles
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
 	"sync/atomic"
+
+	"github.com/banyand-io/banyand/banyand/schema"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
@@ -112,7 +113,7 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 	store := etcd.New(etcd.Config{Namespace: l.Etcd.Namespace}, cli, logger.With("component", "registry"))
 	router := route.NewRouter()
 	placement := liaison.NewPlacement(logger.With("component", "placement"), router)
-	cache := liaison.NewSchemaCache(logger.With("component", "schema"), placement.SetGroups)
+	cache := schema.NewCache(placement.SetGroups)
 	qcfg := l.Queue
 	qcfg.NodeName = name
 	sec := security.NewMetrics(true)
@@ -154,7 +155,7 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 		l.http,
 		page,
 		etcdClientComponent(l.Etcd, cli.Close),
-		&schemaWatch{watcher: store, cache: cache, logger: logger, events: roleMetrics.RegistryEvents},
+		newSchemaWatch(store, cache, roleMetrics.RegistryEvents),
 		watch,
 		&funcComponent{name: "publisher", stop: publisher.Close},
 		l.grpc,
@@ -185,66 +186,33 @@ func (l *Liaison) registryNode() *databasev1.Node {
 	}
 }
 
-// nodeWatch feeds the live data nodes into the placement. Start waits for
-// the first snapshot so the liaison does not refuse writes for want of nodes
-// it merely has not heard of yet.
+// nodeWatch feeds the live data nodes into the placement and keeps the
+// last snapshot of every registered node for the status page. As a
+// component it starts once the first snapshot is in, so the liaison does
+// not refuse writes for want of nodes it merely has not heard of yet.
 type nodeWatch struct {
-	watcher   node.Watcher
-	placement *liaison.Placement
-	logger    *slog.Logger
-	events    *prometheus.CounterVec // banyand_registry_events_total; nil counts nothing
-
-	// nodes is the last snapshot of every registered node, for the status
-	// page; the watch callback swaps it.
+	*registryWatch
 	nodes atomic.Pointer[[]*databasev1.Node]
-
-	first  chan struct{}
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the watch returned, with err set
-	err    error
 }
 
 func newNodeWatch(w node.Watcher, p *liaison.Placement, logger *slog.Logger, events *prometheus.CounterVec) *nodeWatch {
-	return &nodeWatch{watcher: w, placement: p, logger: logger, events: events, first: make(chan struct{})}
-}
-
-func (w *nodeWatch) Name() string { return "node-watch" }
-
-func (w *nodeWatch) Start(ctx context.Context) error {
-	wctx, cancel := context.WithCancel(context.Background())
-	w.cancel = cancel
-	w.done = make(chan struct{})
-	seen := false
-	go func() {
-		defer close(w.done)
-		w.err = w.watcher.Watch(wctx, func(u node.Update) {
+	nw := &nodeWatch{}
+	nw.registryWatch = newRegistryWatch("node-watch", func(ctx context.Context, first func()) error {
+		return w.Watch(ctx, func(u node.Update) {
 			all := slices.Clone(u.Nodes)
-			w.nodes.Store(&all)
+			nw.nodes.Store(&all)
 			nodes := dataNodes(u.Nodes)
-			w.placement.SetNodes(nodes)
+			p.SetNodes(nodes)
 			for _, ev := range u.Events {
-				if w.events != nil {
-					w.events.WithLabelValues("node", ev.Type.String()).Inc()
+				if events != nil {
+					events.WithLabelValues("node", ev.Type.String()).Inc()
 				}
-				w.logger.Info("data node "+ev.Type.String(), "node", ev.Name(), "nodes", len(nodes))
+				logger.Info("data node "+ev.Type.String(), "node", ev.Name(), "nodes", len(nodes))
 			}
-			if !seen {
-				seen = true
-				close(w.first)
-			}
+			first()
 		})
-	}()
-	select {
-	case <-w.first:
-		return nil
-	case <-w.done:
-		cancel()
-		return fmt.Errorf("node watch ended before the first snapshot: %w", w.err)
-	case <-ctx.Done():
-		cancel()
-		<-w.done
-		return ctx.Err()
-	}
+	})
+	return nw
 }
 
 // Nodes is the last snapshot of the registered nodes (any role); nil
@@ -254,16 +222,6 @@ func (w *nodeWatch) Nodes() []*databasev1.Node {
 		return *p
 	}
 	return nil
-}
-
-func (w *nodeWatch) Stop(ctx context.Context) error {
-	w.cancel()
-	select {
-	case <-w.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // selfNode is this liaison as the status page lists it.

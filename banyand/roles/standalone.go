@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/banyand-io/banyand/banyand/schema"
+
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
 
@@ -89,7 +91,7 @@ func (s *Standalone) HTTPBoundAddr() string { return httpAddrOf(s.http) }
 func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 	reg := local.New(local.Config{Dir: registryDir(s.DataPath)}, logger.With("component", "registry"))
 	q := bus.New(bus.Config{NodeName: "standalone"})
-	cache := liaison.NewSchemaCache(logger.With("component", "schema"), nil)
+	cache := schema.NewCache(nil)
 	store := storage.New(s.engine.storageConfig(storageDir(s.DataPath)), cache, logger)
 	promReg := metrics.NewRegistry()
 	sec := security.NewMetrics(true)
@@ -136,7 +138,7 @@ func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 				return nil
 			},
 		},
-		&schemaWatch{watcher: reg, cache: cache, logger: logger, events: roleMetrics.RegistryEvents},
+		newSchemaWatch(reg, cache, roleMetrics.RegistryEvents),
 		&retention{store: store, ttls: cache.TTLs, logger: logger},
 		s.grpc,
 		readyMarker{s.http},

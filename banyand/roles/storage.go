@@ -11,12 +11,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/banyand-io/banyand/banyand/schema"
+
 	"github.com/spf13/pflag"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
-	"github.com/banyand-io/banyand/banyand/liaison"
 	"github.com/banyand-io/banyand/banyand/metrics"
 	"github.com/banyand-io/banyand/banyand/security"
 	"github.com/banyand-io/banyand/banyand/storage"
@@ -121,14 +122,14 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 	if err != nil {
 		return nil, err
 	}
-	schema := etcd.New(etcd.Config{Namespace: s.Etcd.Namespace}, cli, logger.With("component", "registry"))
+	registryStore := etcd.New(etcd.Config{Namespace: s.Etcd.Namespace}, cli, logger.With("component", "registry"))
 	registrar, err := etcd.NewNodeRegistrar(etcd.NodeConfig{Namespace: s.Etcd.Namespace, TTL: s.NodeTTL}, cli, logger.With("component", "node-registrar"))
 	if err != nil {
 		return nil, err
 	}
 	// The data node follows the schema only for group options: segment
 	// length and retention. Writes carry everything else.
-	cache := liaison.NewSchemaCache(logger.With("component", "schema"), nil)
+	cache := schema.NewCache(nil)
 	store := storage.New(s.engine.storageConfig(storageDir(s.DataPath)), cache, logger)
 	subCfg := s.Sub
 	if subCfg.NodeName == "" {
@@ -142,7 +143,7 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 	server := sub.New(subCfg, logger.With("component", "subscriber"))
 	reg := metrics.NewRegistry()
 	roleMetrics := metrics.RegisterStorage(reg, metrics.StorageSources{
-		Schema: schema, Cache: cache, Registrar: registrar.Stats, Security: sec, Engine: metrics.EngineStatsOf(store),
+		Schema: registryStore, Cache: cache, Registrar: registrar.Stats, Security: sec, Engine: metrics.EngineStatsOf(store),
 	})
 	s.http = newHTTPServer(s.HTTPAddr, s.Pprof, logger, reg, nil)
 
@@ -150,7 +151,7 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 	return []run.Component{
 		s.http,
 		etcdClientComponent(s.Etcd, cli.Close),
-		&schemaWatch{watcher: schema, cache: cache, logger: logger, events: roleMetrics.RegistryEvents},
+		newSchemaWatch(registryStore, cache, roleMetrics.RegistryEvents),
 		store,
 		&retention{store: store, ttls: cache.TTLs, logger: logger},
 		serveSub,
