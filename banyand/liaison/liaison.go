@@ -1,7 +1,7 @@
 // Package liaison is the client-facing write and query path: it validates
 // BanyanDB-compatible writes against the schema, hashes their entity to a
 // shard and publishes them through a queue.Client (the gRPC publisher in a
-// cluster, the local queue in standalone), answering every message once its
+// cluster, the in-process bus in standalone), answering every message once its
 // data node has acknowledged it durably.
 package liaison
 

@@ -41,7 +41,7 @@ var (
 )
 
 // Message is one payload to deliver. Group and Shard say where it goes
-// (the placement of the group's shard); a local queue ignores them.
+// (the placement of the group's shard); the in-process bus ignores them.
 type Message struct {
 	Group   string
 	Shard   uint32

@@ -1,7 +1,7 @@
 // Package queuetest is the contract test suite every queue implementation
-// must pass: the local queue, and the gRPC publisher paired with the gRPC
-// subscriber. An implementation's test calls Run with a factory that builds a
-// connected pair.
+// must pass: the in-process bus (pkg/bus), and the gRPC publisher paired
+// with the gRPC subscriber. An implementation's test calls Run with a
+// factory that builds a connected pair.
 package queuetest
 
 import (
