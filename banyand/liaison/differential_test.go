@@ -27,7 +27,7 @@ import (
 
 const primerID = 1 << 62
 
-// reference is what the decode-and-check path decides for one message.
+// reference is what the reference rules decide for one message.
 type reference struct {
 	decodeErr bool // the bytes are not a WriteRequest: the RPC fails
 	messageID uint64

@@ -16,13 +16,13 @@ import (
 type pendingWrite struct {
 	messageID uint64
 	metadata  *commonv1.Metadata
-	// metadataRaw is metadata's encoding as received, when the fast path
-	// read it; the response echoes it without encoding it again.
+	// metadataRaw is metadata's encoding as received; the response echoes
+	// it without encoding it again.
 	metadataRaw []byte
 	future      queue.Future
 	err         *writeError
-	// payload is the pooled buffer of the published write, if it has one:
-	// given back once the future succeeded (see encodeWrite).
+	// payload is the pooled buffer of the published write: given back
+	// once the future succeeded (see payloadPool).
 	payload *[]byte
 }
 
