@@ -6,13 +6,21 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
+	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 	"github.com/banyand-io/banyand/pkg/wire"
 )
 
-func benchStreamRequest(b *testing.B) (*streamLayout, []byte) {
+// benchShapes are the requests the benchmarks write: scalar tags only,
+// and a tag of every type (arrays, binary, timestamp).
+var benchShapes = []struct {
+	name string
+	base func() *modelv1.TagFamilyForWrite
+}{{"scalar", scalarBase}, {"every-type", fullBase}}
+
+func benchStreamRequest(b *testing.B, base func() *modelv1.TagFamilyForWrite) (*streamLayout, []byte) {
 	l := newTestCache(b).snapshot().streams[nameKey{Group: testGroup, Name: "s"}]
-	raw := mustMarshal(b, &streamv1.WriteRequest{Metadata: streamMD("s"), Element: el(ts0, fullBase(), extra()), MessageId: 1})
+	raw := mustMarshal(b, &streamv1.WriteRequest{Metadata: streamMD("s"), Element: el(ts0, base(), extra()), MessageId: 1})
 	return l, raw
 }
 
@@ -20,7 +28,13 @@ func benchStreamRequest(b *testing.B) (*streamLayout, []byte) {
 // bytes arrive: read the request at the wire level, apply the rules,
 // compute series key and shard, and encode the payload.
 func BenchmarkPrepareStream(b *testing.B) {
-	l, raw := benchStreamRequest(b)
+	for _, shape := range benchShapes {
+		b.Run(shape.name, func(b *testing.B) { benchPrepare(b, shape.base) })
+	}
+}
+
+func benchPrepare(b *testing.B, base func() *modelv1.TagFamilyForWrite) {
+	l, raw := benchStreamRequest(b, base)
 	st := &writeStream{m: streamModel}
 	var req wire.Request
 	var payload []byte
@@ -43,7 +57,13 @@ func BenchmarkPrepareStream(b *testing.B) {
 // proto.Unmarshal, checked by the reference rules and encoded with
 // proto.Marshal: what the wire-level path saves.
 func BenchmarkPrepareStreamDecoded(b *testing.B) {
-	l, raw := benchStreamRequest(b)
+	for _, shape := range benchShapes {
+		b.Run(shape.name, func(b *testing.B) { benchPrepareDecoded(b, shape.base) })
+	}
+}
+
+func benchPrepareDecoded(b *testing.B, base func() *modelv1.TagFamilyForWrite) {
+	l, raw := benchStreamRequest(b, base)
 	var keyBuf []byte
 	b.ReportAllocs()
 	b.SetBytes(int64(len(raw)))

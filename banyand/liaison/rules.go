@@ -132,8 +132,16 @@ func (l *layout) prepare(p *wire.Point, keyBuf []byte) (prepared, *writeError) {
 		if !ok || v.Kind.IsNull() {
 			return prepared{}, invalid("entity tag %q is missing or null", ref.name)
 		}
+		var ev route.EntityValue
+		if v.Kind == wire.KindStr {
+			// Converted here, not in entityValue: a string that does not
+			// escape is not allocated.
+			ev = route.StrValue(string(v.Bytes))
+		} else {
+			ev = entityValue(v)
+		}
 		var err error
-		if key, err = route.AppendEntityValue(key, entityValue(v)); err != nil {
+		if key, err = route.AppendEntityValue(key, ev); err != nil {
 			return prepared{}, invalid("entity tag %q: %v", ref.name, err)
 		}
 	}

@@ -112,8 +112,8 @@ func validate(b []byte, s shape, sub ...nested) error {
 		}
 		switch s[f.num] {
 		case sString:
-			if err := checkUTF8(f.v, fmt.Sprintf("field %d", f.num)); err != nil {
-				return err
+			if !utf8.Valid(f.v) {
+				return fmt.Errorf("%w: field %d: invalid UTF-8", ErrMalformed, f.num)
 			}
 		case sPackedVarint:
 			if err := packedVarints(f.v, nil); err != nil {
