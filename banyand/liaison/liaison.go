@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 	"github.com/banyand-io/banyand/banyand/schema"
@@ -25,10 +26,12 @@ type Deps struct {
 	Counters WriteCounters
 }
 
-// Services are the StreamService and MeasureService of one liaison.
+// Services are the client-facing services of one liaison: the stream and
+// measure services and the API version.
 type Services struct {
 	Stream  *StreamService
 	Measure *MeasureService
+	Version *VersionService
 }
 
 // NewServices builds the write and query services.
@@ -50,12 +53,15 @@ func NewServices(cfg WriteConfig, deps Deps) *Services {
 	return &Services{
 		Stream:  &StreamService{writer: w, query: q},
 		Measure: &MeasureService{writer: w, query: q},
+		Version: newVersionService(),
 	}
 }
 
-// Register adds both services to s; a request that does not decode is
-// answered InvalidArgument (see decodeAsClientError).
+// Register adds the services to srv, which must use wire.Codec (the write
+// streams receive and answer at the wire level); a unary request that does
+// not decode is answered InvalidArgument (see decodeAsClientError).
 func (s *Services) Register(srv *grpc.Server) {
+	srv.RegisterService(decodeAsClientError(&commonv1.Service_ServiceDesc), s.Version)
 	srv.RegisterService(decodeAsClientError(&streamv1.StreamService_ServiceDesc), s.Stream)
 	srv.RegisterService(decodeAsClientError(&measurev1.MeasureService_ServiceDesc), s.Measure)
 }
