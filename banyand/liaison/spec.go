@@ -132,29 +132,42 @@ func (pl *placement) reorder(l *layout, in, out *wire.Point) *writeError {
 	return nil
 }
 
-// specCache keeps the last spec a write stream sent, decoded and placed
-// against the layout it was placed for, so a stream that repeats its spec
-// decodes it once.
-type specCache struct {
+// specInForce is the spec a write stream's values are placed by: the last
+// one a message carried stays in force for the messages after it, as in
+// BanyanDB, also across a change of metadata, until a message carries
+// another. It is decoded once and placed once per layout.
+type specInForce struct {
 	raw    [][]byte // copies: the request's buffer is given back
 	layout *layout
 	placed *placement
 	werr   *writeError
 }
 
-// resolve returns the placement of raw, a request's spec occurrences, on l.
-func (c *specCache) resolve(l *layout, raw [][]byte, decode func([][]byte) (*spec, error)) (*placement, *writeError) {
-	if c.layout == l && slices.EqualFunc(c.raw, raw, bytes.Equal) {
-		return c.placed, c.werr
+// set makes raw, a request's spec occurrences, the spec in force.
+func (c *specInForce) set(raw [][]byte) {
+	if slices.EqualFunc(c.raw, raw, bytes.Equal) {
+		return
 	}
-	s, err := decode(raw)
-	if err != nil { // the wire parser validated raw: not the client's doing
-		return nil, &writeError{status: internalError, reason: "decode spec: " + err.Error()}
-	}
-	c.placed, c.werr = l.place(s)
-	c.layout, c.raw = l, c.raw[:0]
+	c.raw, c.layout, c.placed, c.werr = c.raw[:0], nil, nil, nil
 	for _, b := range raw {
 		c.raw = append(c.raw, bytes.Clone(b))
 	}
+}
+
+// active reports whether a spec is in force.
+func (c *specInForce) active() bool { return len(c.raw) > 0 }
+
+// placement returns the spec in force placed on l.
+func (c *specInForce) placement(l *layout, decode func([][]byte) (*spec, error)) (*placement, *writeError) {
+	if c.layout == l {
+		return c.placed, c.werr
+	}
+	s, err := decode(c.raw)
+	if err != nil { // the wire parser validated the spec: not the client's doing
+		c.placed, c.werr = nil, &writeError{status: internalError, reason: "decode spec: " + err.Error()}
+	} else {
+		c.placed, c.werr = l.place(s)
+	}
+	c.layout = l
 	return c.placed, c.werr
 }

@@ -189,7 +189,7 @@ type writeStream struct {
 	w      *writer
 	m      *model
 	md     metadataTracker
-	specs  specCache
+	spec   specInForce
 	recvd  receivedCounter
 	keyBuf []byte
 	// ordered is a spec-ordered write rebuilt in schema order; value is
@@ -211,6 +211,9 @@ func (s *writeStream) handle(ctx context.Context, r *request, pub queue.BatchPub
 		return p
 	}
 	p.metadata, p.metadataRaw = md, s.md.raw
+	if len(req.Spec) > 0 {
+		s.spec.set(req.Spec)
+	}
 	l := s.m.lookup(s.w.schema.snapshot(), nameKey{Group: md.GetGroup(), Name: md.GetName()})
 	if l == nil {
 		p.err = notFound(s.m.name, md)
@@ -245,8 +248,8 @@ func (s *writeStream) handle(ctx context.Context, r *request, pub queue.BatchPub
 }
 
 // prepare applies the rules to a write and returns the value to publish:
-// the request's own bytes, or its values rebuilt in schema order when a
-// spec names them in another.
+// the request's own bytes, or its values rebuilt in schema order when the
+// spec in force names them in another.
 func (s *writeStream) prepare(l *layout, req *wire.Request) ([]byte, prepared, *writeError) {
 	if req.Value == nil {
 		return nil, prepared{}, invalid("%s is required", s.m.value)
@@ -256,8 +259,8 @@ func (s *writeStream) prepare(l *layout, req *wire.Request) ([]byte, prepared, *
 		return nil, prepared{}, werr
 	}
 	value := req.Value
-	if len(req.Spec) > 0 {
-		pl, werr := s.specs.resolve(l, req.Spec, s.m.decodeSpec)
+	if s.spec.active() {
+		pl, werr := s.spec.placement(l, s.m.decodeSpec)
 		if werr == nil {
 			werr = pl.reorder(l, point, &s.ordered)
 		}
