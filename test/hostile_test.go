@@ -360,6 +360,18 @@ func wantMeasureStatus(t *testing.T, conn *grpc.ClientConn, req *measurev1.Write
 func sendStream(t *testing.T, conn *grpc.ClientConn, reqs []*streamv1.WriteRequest) ([]*streamv1.WriteResponse, error) {
 	t.Helper()
 	ws, err := streamv1.NewStreamServiceClient(conn).Write(ctxT(t))
+	return sendAll(t, ws, err, reqs)
+}
+
+// writeMeasures is sendStream for data points.
+func writeMeasures(t *testing.T, conn *grpc.ClientConn, reqs []*measurev1.WriteRequest) ([]*measurev1.WriteResponse, error) {
+	t.Helper()
+	ws, err := measurev1.NewMeasureServiceClient(conn).Write(ctxT(t))
+	return sendAll(t, ws, err, reqs)
+}
+
+func sendAll[Req, Resp any](t *testing.T, ws grpc.BidiStreamingClient[Req, Resp], err error, reqs []*Req) ([]*Resp, error) {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +381,7 @@ func sendStream(t *testing.T, conn *grpc.ClientConn, reqs []*streamv1.WriteReque
 		}
 	}
 	_ = ws.CloseSend()
-	var out []*streamv1.WriteResponse
+	var out []*Resp
 	for {
 		r, err := ws.Recv()
 		if errors.Is(err, io.EOF) {

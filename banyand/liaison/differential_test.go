@@ -97,6 +97,7 @@ func referenceMeasure(cache *layouts, primer *commonv1.Metadata, raw []byte) ref
 		ref.status = werr.status
 		return ref
 	}
+	d = refVersioned(d, req.GetMessageId())
 	payload, err := proto.Marshal(&clusterv1.MeasureWrite{
 		Group: l.group, Name: l.name, ShardId: prep.shard, SeriesKey: prep.seriesKey,
 		DataPoint: d, SchemaModRevision: l.modRevision,
@@ -189,7 +190,7 @@ func newDiffer(t testing.TB, stream bool) *differ {
 func (d *differ) check(t testing.TB, raw []byte) {
 	t.Helper()
 	q := &fakeQueue{}
-	svc := NewServices(WriteConfig{}, Deps{Logger: discardLogger, Schema: d.cache.src, Queue: q})
+	svc := NewServices(WriteConfig{}, Deps{Logger: discardLogger, Schema: d.cache.src, Queue: q, Now: testNow})
 	if d.stream {
 		res := runStreamWrite(svc, q, d.primer, raw)
 		compare(t, raw, res, referenceStream(d.cache, d.md, raw), func() proto.Message { return new(clusterv1.StreamWrite) })

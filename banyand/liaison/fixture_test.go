@@ -318,7 +318,7 @@ type writeResult[Resp any] struct {
 var discardLogger = slog.New(slog.DiscardHandler)
 
 func newTestServices(t testing.TB, q *fakeQueue) *Services {
-	return NewServices(WriteConfig{}, Deps{Logger: discardLogger, Schema: newTestSchema(t), Queue: q})
+	return NewServices(WriteConfig{}, Deps{Logger: discardLogger, Schema: newTestSchema(t), Queue: q, Now: testNow})
 }
 
 // runStreamWrite runs one StreamService.Write over the wire messages raw.
@@ -357,3 +357,7 @@ func (scribblePool) Put(b *[]byte) {
 		(*b)[i] = 0xEE
 	}
 }
+
+// testNow is the services' clock in tests: it versions data points
+// written without a version or message id.
+func testNow() time.Time { return time.Unix(1700000000, 0) }

@@ -7,6 +7,7 @@ package liaison
 
 import (
 	"log/slog"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -24,6 +25,9 @@ type Deps struct {
 	Queue  queue.Client
 	// Counters count client writes; nil counts nothing.
 	Counters WriteCounters
+	// Now is the clock that versions data points written without a
+	// version or message id; nil is time.Now.
+	Now func() time.Time
 }
 
 // Services are the client-facing services of one liaison: the stream and
@@ -48,7 +52,11 @@ func NewServices(cfg WriteConfig, deps Deps) *Services {
 		counters = noWriteCounters{}
 	}
 	view := newLayouts(logger, deps.Schema)
-	w := writer{logger: logger, schema: view, queue: deps.Queue, cfg: cfg, counters: counters}
+	now := deps.Now
+	if now == nil {
+		now = time.Now
+	}
+	w := writer{logger: logger, schema: view, queue: deps.Queue, cfg: cfg, counters: counters, now: now}
 	q := &querier{logger: logger, schema: view, queue: deps.Queue}
 	return &Services{
 		Stream:  &StreamService{writer: w, query: q},

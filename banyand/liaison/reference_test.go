@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/banyand-io/banyand/banyand/schema"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -262,4 +264,18 @@ func refReorderFields(l *measureLayout, values []*modelv1.FieldValue, names []st
 		out[fi] = values[i]
 	}
 	return out, nil
+}
+
+// refVersioned is BanyanDB's version rule: a data point written without a
+// version gets its message id, or the time now when it has none.
+func refVersioned(dp *measurev1.DataPointValue, messageID uint64) *measurev1.DataPointValue {
+	if dp.GetVersion() != 0 {
+		return dp
+	}
+	dp = proto.Clone(dp).(*measurev1.DataPointValue)
+	dp.Version = int64(messageID)
+	if messageID == 0 {
+		dp.Version = testNow().UnixNano()
+	}
+	return dp
 }

@@ -176,6 +176,7 @@ func TestMeasureWriteValidation(t *testing.T) {
 			if want == nil {
 				want = tc.req.GetDataPoint()
 			}
+			want = refVersioned(want, req.GetMessageId())
 			key, err := route.AppendSeriesKey(nil, "m", sEntity)
 			if err != nil {
 				t.Fatal(err)
@@ -204,7 +205,7 @@ func TestMeasureWriteValidation(t *testing.T) {
 			if werr != nil {
 				t.Fatalf("refPrepareMeasure: %v", werr)
 			}
-			if !proto.Equal(gotDP, want) || prep.shard != shard || string(prep.seriesKey) != string(key) {
+			if !proto.Equal(refVersioned(gotDP, req.GetMessageId()), want) || prep.shard != shard || string(prep.seriesKey) != string(key) {
 				t.Errorf("refPrepareMeasure: %v shard %d key %x, want %v shard %d key %x", gotDP, prep.shard, prep.seriesKey, want, shard, key)
 			}
 		})

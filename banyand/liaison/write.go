@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
@@ -42,6 +43,7 @@ type writer struct {
 	cfg    WriteConfig
 	// counters is never nil.
 	counters WriteCounters
+	now      func() time.Time
 }
 
 // model is what differs between the data models' write paths: a data
@@ -58,7 +60,9 @@ type model struct {
 	decodeSpec func([][]byte) (*spec, error)
 	// appendValue encodes a write's values (rebuilt in schema order).
 	appendValue func([]byte, *wire.Point) []byte
-	lookup      func(*schemaSnapshot, nameKey) *layout // nil when unknown
+	// versioned: a write without a version gets one (see withVersion).
+	versioned bool
+	lookup    func(*schemaSnapshot, nameKey) *layout // nil when unknown
 }
 
 func canonical[T proto.Message](newReq func() T) func([]byte) ([]byte, error) {
@@ -91,6 +95,7 @@ var (
 		canonical:   canonical(func() *measurev1.WriteRequest { return new(measurev1.WriteRequest) }),
 		decodeSpec:  decodeMeasureSpec,
 		appendValue: wire.AppendDataPoint,
+		versioned:   true,
 		lookup: func(s *schemaSnapshot, k nameKey) *layout {
 			if l := s.measures[k]; l != nil {
 				return l.layout
@@ -193,9 +198,10 @@ type writeStream struct {
 	recvd  receivedCounter
 	keyBuf []byte
 	// ordered is a spec-ordered write rebuilt in schema order; value is
-	// its encoding.
-	ordered wire.Point
-	value   []byte
+	// its encoding; versioned is a value with its version set.
+	ordered   wire.Point
+	value     []byte
+	versioned []byte
 }
 
 // handle validates and publishes one request: the one exit of every
@@ -229,6 +235,9 @@ func (s *writeStream) handle(ctx context.Context, r *request, pub queue.BatchPub
 		return p
 	}
 	s.keyBuf = prep.seriesKey
+	if s.m.versioned && req.Point.Version == 0 {
+		value = s.withVersion(value, req.MessageID)
+	}
 	buf := payloadPool.Get().(*[]byte)
 	if n := wire.ClusterWriteSize(l.group, l.name, prep.seriesKey, value); cap(*buf) < n {
 		*buf = make([]byte, 0, n)
@@ -273,6 +282,23 @@ func (s *writeStream) prepare(l *layout, req *wire.Request) ([]byte, prepared, *
 	}
 	prep, werr := l.prepare(point, s.keyBuf)
 	return value, prep, werr
+}
+
+// withVersion returns value, a data point written without a version,
+// with one, as BanyanDB sets it: the message id (SkyWalking OAP's is a
+// nanosecond clock reading), or the time now when the message has none.
+// Of two writes of one point the higher version wins, so OAP's later
+// re-write of a metric is the one read back. The version is appended as a
+// field: protobuf reads the last occurrence of a scalar.
+func (s *writeStream) withVersion(value []byte, messageID uint64) []byte {
+	v := messageID
+	if v == 0 {
+		v = uint64(s.w.now().UnixNano())
+	}
+	b := append(s.versioned[:0], value...)
+	b = protowire.AppendTag(b, 4, protowire.VarintType)
+	s.versioned = protowire.AppendVarint(b, v)
+	return s.versioned
 }
 
 // payloadPool recycles the buffers of encoded writes: at ~300 bytes a
