@@ -295,9 +295,9 @@ func (s *writeStream) withVersion(value []byte, messageID uint64) []byte {
 	if v == 0 {
 		v = uint64(s.w.now().UnixNano())
 	}
-	b := append(s.versioned[:0], value...)
-	b = protowire.AppendTag(b, 4, protowire.VarintType)
-	s.versioned = protowire.AppendVarint(b, v)
+	s.versioned = append(s.versioned[:0], value...)
+	s.versioned = protowire.AppendTag(s.versioned, 4, protowire.VarintType)
+	s.versioned = protowire.AppendVarint(s.versioned, v)
 	return s.versioned
 }
 

@@ -171,4 +171,3 @@ func (c *Cache) Size() (groups, streams, measures int) {
 	s := c.Current()
 	return len(s.Groups), len(s.Streams), len(s.Measures)
 }
-
