@@ -3,7 +3,6 @@ package registry
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -218,9 +217,9 @@ func validateMeasure(m *databasev1.Measure) error {
 		return err
 	}
 	if iv := m.GetInterval(); iv != "" {
-		d, err := time.ParseDuration(iv)
+		d, err := ParseDuration(iv)
 		if err != nil || d <= 0 {
-			return invalid("measure.interval", "%q is not a positive duration such as 1m", iv)
+			return invalid("measure.interval", "%q is not a positive duration such as 1m, 1h or 1d", iv)
 		}
 	}
 	return nil

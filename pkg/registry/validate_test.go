@@ -54,6 +54,8 @@ func TestValidate(t *testing.T) {
 		{"group ok", group(), "", nil},
 		{"stream ok", stream(), "", nil},
 		{"measure ok", measure(), "", nil},
+		{"measure interval of a day", func() proto.Message { m := measure(); m.Interval = "1d"; return m }(), "", nil},
+		{"measure interval of an hour", func() proto.Message { m := measure(); m.Interval = "1h"; return m }(), "", nil},
 		{"nil", nil, "object", nil},
 		{"wrong type", &commonv1.Metadata{}, "object", nil},
 
@@ -113,6 +115,8 @@ func TestValidate(t *testing.T) {
 			return m
 		}(), "measure.sharding_key.tag_names[1]", nil},
 		{"measure bad interval", func() proto.Message { m := measure(); m.Interval = "soon"; return m }(), "measure.interval", nil},
+		{"measure unknown interval unit", func() proto.Message { m := measure(); m.Interval = "1x"; return m }(), "measure.interval", nil},
+		{"measure negative day interval", func() proto.Message { m := measure(); m.Interval = "-1d"; return m }(), "measure.interval", nil},
 		{"measure tag family NUL", func() proto.Message { m := measure(); m.TagFamilies[0].Name = "d\x00"; return m }(), "measure.tag_families[0].name", nil},
 	}
 	for _, tc := range tests {
