@@ -117,7 +117,9 @@ func TestStandaloneBadQueries(t *testing.T) {
 	}{
 		{"no groups", &streamv1.QueryRequest{Name: streamName, TimeRange: tr}, codes.InvalidArgument},
 		{"no time range", &streamv1.QueryRequest{Groups: []string{streamGroup}, Name: streamName}, codes.InvalidArgument},
-		{"reversed time range", &streamv1.QueryRequest{Groups: []string{streamGroup}, Name: streamName, TimeRange: &modelv1.TimeRange{Begin: tr.End, End: tr.Begin}}, codes.InvalidArgument},
+		{"sub-millisecond time range", &streamv1.QueryRequest{Groups: []string{streamGroup}, Name: streamName, TimeRange: &modelv1.TimeRange{
+			Begin: &timestamppb.Timestamp{Seconds: 1, Nanos: 1}, End: tr.End,
+		}}, codes.InvalidArgument},
 		{"unknown stream", &streamv1.QueryRequest{Groups: []string{streamGroup}, Name: "nope", TimeRange: tr}, codes.NotFound},
 		{"order by index rule", &streamv1.QueryRequest{Groups: []string{streamGroup}, Name: streamName, TimeRange: tr, OrderBy: &modelv1.QueryOrder{IndexRuleName: "x"}}, codes.Unimplemented},
 		{"match criteria", &streamv1.QueryRequest{Groups: []string{streamGroup}, Name: streamName, TimeRange: tr, Criteria: &modelv1.Criteria{Exp: &modelv1.Criteria_Condition{Condition: &modelv1.Condition{Name: "service", Op: modelv1.Condition_BINARY_OP_MATCH, Value: str("x")}}}}, codes.Unimplemented},

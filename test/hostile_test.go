@@ -131,8 +131,8 @@ func hostileWrites() []hostile {
 		{"timestamp before 1677", el(streamMD, ts(-1<<35, 0), badTS)},
 		{"year 9999", el(streamMD, ts(253402300799, 0), badTS)},
 		{"seconds beyond year 9999", el(streamMD, ts(1<<62, 0), badTS)},
-		{"negative nanos", el(streamMD, ts(1_700_000_000, -1_000_000), badTS)},
-		{"nanos of a whole second", el(streamMD, ts(1_700_000_000, 1_000_000_000), badTS)},
+		{"negative sub-millisecond nanos", el(streamMD, ts(1_700_000_000, -1), badTS)},
+		{"nanos carried past the maximum", el(streamMD, ts(9_223_372_036, 2_000_000_000), badTS)},
 		{"duplicate message ids on one stream", func(t *testing.T, h *hostileEnv) {
 			a, b := h.element(), h.element()
 			resps, err := sendStream(t, h.conn, []*streamv1.WriteRequest{

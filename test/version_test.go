@@ -1,6 +1,7 @@
 package test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -55,4 +56,51 @@ func TestStandaloneMeasureRewriteWins(t *testing.T) {
 func TestClusterMeasureRewriteWins(t *testing.T) {
 	c := startCluster(t, 2, 1)
 	checkRewriteWins(t, c.liaisons[0])
+}
+
+// checkPointRead reads as OAP's metrics DAO reads before it merges: IN
+// over entity ids and a time range whose begin is its end, one point in
+// time, which the range holds (BanyanDB's ranges hold both ends).
+func checkPointRead(t *testing.T, conn *grpc.ClientConn) {
+	t.Helper()
+	createMeasureSchema(t, conn, 2)
+	md := &commonv1.Metadata{Group: measureGroup, Name: measureName}
+	var reqs []*measurev1.WriteRequest
+	for i := range 6 { // services svc-0..svc-2, at baseTime and a second later
+		reqs = append(reqs, &measurev1.WriteRequest{Metadata: md, MessageId: uint64(i + 1), DataPoint: testDataPoint(i, 3)})
+	}
+	if resps, err := writeMeasures(t, conn, reqs); err != nil || len(resps) != len(reqs) {
+		t.Fatalf("writes: %v %v", resps, err)
+	}
+	at := timestamppb.New(baseTime)
+	resp, err := measurev1.NewMeasureServiceClient(conn).Query(ctxT(t), &measurev1.QueryRequest{
+		Groups: []string{measureGroup}, Name: measureName,
+		TimeRange: &modelv1.TimeRange{Begin: at, End: at},
+		Criteria: &modelv1.Criteria{Exp: &modelv1.Criteria_Condition{Condition: &modelv1.Condition{
+			Name: "service", Op: modelv1.Condition_BINARY_OP_IN,
+			Value: &modelv1.TagValue{Value: &modelv1.TagValue_StrArray{StrArray: &modelv1.StrArray{Value: []string{"svc-0", "svc-2"}}}},
+		}}},
+		FieldProjection: &measurev1.QueryRequest_FieldProjection{Names: []string{"count"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, dp := range resp.GetDataPoints() {
+		got = append(got, dp.GetFields()[0].GetValue().GetInt().GetValue())
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []int64{0, 2}) {
+		t.Fatalf("point read returned counts %v, want [0 2] (svc-0 and svc-2 at the one time)", got)
+	}
+}
+
+func TestStandaloneMeasurePointRead(t *testing.T) {
+	conn, _ := startStandalone(t, t.TempDir())
+	checkPointRead(t, conn)
+}
+
+func TestClusterMeasurePointRead(t *testing.T) {
+	c := startCluster(t, 2, 1)
+	checkPointRead(t, c.liaisons[0])
 }

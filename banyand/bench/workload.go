@@ -154,7 +154,7 @@ func openWire(ws grpc.ClientStream, err error, encode func(id uint64, seq int64,
 	if err != nil {
 		return nil, err
 	}
-	return &wireWriter{ws: ws, encode: encode}, nil
+	return &wireWriter{ws: ws, encode: encode, first: true}, nil
 }
 
 // wireWriter sends requests encoded by encode and reads the responses at
@@ -162,10 +162,12 @@ func openWire(ws grpc.ClientStream, err error, encode func(id uint64, seq int64,
 type wireWriter struct {
 	ws     grpc.ClientStream
 	encode func(id uint64, seq int64, withMetadata bool) []byte
+	first  bool // the next message is the stream's first: it carries metadata
 }
 
 func (s *wireWriter) send(id uint64, seq int64) (int, error) {
-	b := s.encode(id, seq, id == 1)
+	b := s.encode(id, seq, s.first)
+	s.first = false
 	return len(b), s.ws.SendMsg(&wire.Frame{Raw: b})
 }
 

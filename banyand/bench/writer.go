@@ -186,7 +186,10 @@ func (r *writeRun) stream(runCtx, sendCtx context.Context, verify bool) *streamR
 		r.receive(wc, pend, slots, res, verify, &finished, cancel)
 	}()
 
-	var id uint64
+	// Message ids count up from a clock reading, as SkyWalking OAP's are
+	// nanosecond clock readings: a measure point's version is its message
+	// id, so a later run's re-write of a point wins over an earlier run's.
+	id := uint64(time.Now().UnixNano())
 send:
 	for {
 		select {

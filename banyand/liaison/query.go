@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"google.golang.org/grpc/codes"
@@ -19,6 +20,7 @@ import (
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 	"github.com/banyand-io/banyand/banyand/schema"
 	"github.com/banyand-io/banyand/pkg/queue"
+	"github.com/banyand-io/banyand/pkg/wire"
 )
 
 // querier scatters a query to every data node of a group and merges the
@@ -39,22 +41,21 @@ func checkQuery(groups []string, name string, tr *modelv1.TimeRange, criteria *m
 		return status.Error(codes.InvalidArgument, "name is required")
 	case tr.GetBegin() == nil || tr.GetEnd() == nil:
 		return status.Error(codes.InvalidArgument, "time_range: begin and end are required")
-	case !inTimeRange(tr.GetBegin()) || !inTimeRange(tr.GetEnd()):
+	case !queryTime(tr.GetBegin()) || !queryTime(tr.GetEnd()):
 		// Beyond these a time's UnixNano overflows: the query would
 		// silently read another range.
-		return status.Errorf(codes.InvalidArgument, "time_range: begin and end must be valid timestamps within %s..%s", minTime, maxTime)
-	case !tr.GetBegin().AsTime().Before(tr.GetEnd().AsTime()):
-		return status.Error(codes.InvalidArgument, "time_range: begin must be before end")
+		return status.Errorf(codes.InvalidArgument, "time_range: begin and end must be whole milliseconds within %s..%s", minTime, maxTime)
 	}
 	return checkCriteria(criteria, 0)
 }
 
-func inTimeRange(ts *timestamppb.Timestamp) bool {
-	if ts.CheckValid() != nil {
-		return false
-	}
-	t := ts.AsTime()
-	return !t.Before(minTime) && !t.After(maxTime)
+// queryTime is BanyanDB's check of a query bound: the same as a write's
+// timestamp (see checkTimestamp). The range holds both its ends, so a
+// range whose begin is its end is one point in time; one that ends before
+// it begins holds nothing.
+func queryTime(ts *timestamppb.Timestamp) bool {
+	ns, ok := wire.UnixNano(ts.GetSeconds(), ts.GetNanos())
+	return ok && ns%int64(time.Millisecond) == 0
 }
 
 // scatter sends payload to every node holding group and returns their
@@ -256,12 +257,13 @@ func checkCriteria(c *modelv1.Criteria, depth int) error {
 		switch cond.GetOp() {
 		case modelv1.Condition_BINARY_OP_EQ, modelv1.Condition_BINARY_OP_NE,
 			modelv1.Condition_BINARY_OP_LT, modelv1.Condition_BINARY_OP_GT,
-			modelv1.Condition_BINARY_OP_LE, modelv1.Condition_BINARY_OP_GE:
+			modelv1.Condition_BINARY_OP_LE, modelv1.Condition_BINARY_OP_GE,
+			modelv1.Condition_BINARY_OP_IN, modelv1.Condition_BINARY_OP_NOT_IN:
 			return nil
 		case modelv1.Condition_BINARY_OP_UNSPECIFIED:
 			return status.Errorf(codes.InvalidArgument, "criteria: condition on %q has no operator", cond.GetName())
 		default:
-			return status.Errorf(codes.Unimplemented, "criteria: operator %s is not supported (only EQ, NE, LT, GT, LE, GE)", cond.GetOp())
+			return status.Errorf(codes.Unimplemented, "criteria: operator %s is not supported (only EQ, NE, LT, GT, LE, GE, IN, NOT_IN)", cond.GetOp())
 		}
 	case *modelv1.Criteria_Le:
 		switch e.Le.GetOp() {

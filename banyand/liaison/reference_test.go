@@ -26,14 +26,17 @@ func refTimestamp(ts *timestamppb.Timestamp) *writeError {
 	if ts == nil {
 		return &writeError{status: modelv1.Status_STATUS_INVALID_TIMESTAMP, reason: "timestamp is required"}
 	}
-	if err := ts.CheckValid(); err != nil {
-		return &writeError{status: modelv1.Status_STATUS_INVALID_TIMESTAMP, reason: err.Error()}
+	// BanyanDB's check: the time as protobuf reads it (nanos outside a
+	// second carry into the seconds) within int64 nanoseconds, to the
+	// millisecond. Seconds this far out overflow time.Time's own seconds.
+	if ts.GetSeconds() > 1<<40 || ts.GetSeconds() < -(1<<40) {
+		return &writeError{status: modelv1.Status_STATUS_INVALID_TIMESTAMP, reason: "timestamp is out of range"}
 	}
 	t := ts.AsTime()
 	if t.Before(minTime) || t.After(maxTime) {
 		return &writeError{status: modelv1.Status_STATUS_INVALID_TIMESTAMP, reason: fmt.Sprintf("timestamp %s is outside %s..%s", t, minTime, maxTime)}
 	}
-	if ts.GetNanos()%int32(time.Millisecond) != 0 {
+	if t.Nanosecond()%int(time.Millisecond) != 0 {
 		return &writeError{status: modelv1.Status_STATUS_INVALID_TIMESTAMP, reason: "timestamp must have millisecond precision"}
 	}
 	return nil

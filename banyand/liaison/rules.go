@@ -39,19 +39,18 @@ var (
 	maxTime = time.Unix(0, 1<<63-1).UTC().Truncate(time.Millisecond)
 )
 
-// checkTimestamp is the timestamp rule. The range check compares seconds
-// first, so no time.Time is built for a value far outside it.
+// checkTimestamp is the timestamp rule, BanyanDB's: the time as protobuf
+// reads it (nanos outside a second carry into the seconds, so negative
+// nanos are fine) must fit int64 nanoseconds and be whole milliseconds.
 func checkTimestamp(p *wire.Point) *writeError {
-	s, n := p.Seconds, p.Nanos
-	switch {
-	case p.Timestamp == nil:
+	if p.Timestamp == nil {
 		return invalidTimestamp("timestamp is required")
-	case n < 0 || n >= int32(time.Second):
-		return invalidTimestamp("timestamp nanos %d are outside 0..999999999", n)
-	case s < minTime.Unix() || s > maxTime.Unix() ||
-		s == minTime.Unix() && int(n) < minTime.Nanosecond() || s == maxTime.Unix() && int(n) > maxTime.Nanosecond():
-		return invalidTimestamp("timestamp %d.%09ds is outside %s..%s", s, n, minTime, maxTime)
-	case n%int32(time.Millisecond) != 0:
+	}
+	ns, ok := p.UnixNano()
+	switch {
+	case !ok:
+		return invalidTimestamp("timestamp %ds %dns is outside %s..%s", p.Seconds, p.Nanos, minTime, maxTime)
+	case ns%int64(time.Millisecond) != 0:
 		return invalidTimestamp("timestamp must have millisecond precision")
 	}
 	return nil

@@ -134,8 +134,11 @@ func streamCases() []streamCase {
 		bad("far future", sInvalidTS, el(tsAt(1<<40, 0), scalarBase(), extra())),
 		bad("sub-millisecond", sInvalidTS, el(tsAt(ts0.GetSeconds(), 123_000_001), scalarBase(), extra())),
 		bad("microseconds", sInvalidTS, el(tsAt(ts0.GetSeconds(), 1000), scalarBase(), extra())),
-		bad("negative nanos", sInvalidTS, el(tsAt(ts0.GetSeconds(), -1_000_000), scalarBase(), extra())),
-		bad("nanos of a whole second", sInvalidTS, el(tsAt(ts0.GetSeconds(), 1_000_000_000), scalarBase(), extra())),
+		// As in BanyanDB, nanos outside a second carry into the seconds.
+		ok("negative nanos", el(tsAt(ts0.GetSeconds(), -1_000_000), scalarBase(), extra())),
+		ok("nanos of a whole second", el(tsAt(ts0.GetSeconds(), 1_000_000_000), scalarBase(), extra())),
+		bad("negative sub-millisecond nanos", sInvalidTS, el(tsAt(ts0.GetSeconds(), -1), scalarBase(), extra())),
+		bad("nanos carried past the maximum", sInvalidTS, el(tsAt(maxTime.Unix(), 2_000_000_000), scalarBase(), extra())),
 		// Checked before the tags.
 		bad("bad timestamp and bad tags", sInvalidTS, el(nil, fam(vInt(1)))),
 

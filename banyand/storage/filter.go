@@ -111,11 +111,45 @@ func compileCondition(c *modelv1.Condition, l *tagLayout, eq map[string]*modelv1
 			c, ok := tagCompare(lookup(t, ref), want)
 			return ok && accept(c)
 		}, nil
+	case modelv1.Condition_BINARY_OP_IN, modelv1.Condition_BINARY_OP_NOT_IN:
+		set, err := members(c.GetName(), op, want)
+		if err != nil {
+			return nil, err
+		}
+		in := op == modelv1.Condition_BINARY_OP_IN
+		return func(t []*modelv1.TagFamilyForWrite) bool {
+			v := lookup(t, ref)
+			for _, m := range set {
+				if tagEqual(v, m) {
+					return in
+				}
+			}
+			return !in
+		}, nil
 	case modelv1.Condition_BINARY_OP_UNSPECIFIED:
 		return nil, fmt.Errorf("%w: condition on %q has no operator", errInvalidQuery, c.GetName())
 	default:
 		return nil, fmt.Errorf("%w: condition operator %v", ErrUnimplemented, op)
 	}
+}
+
+// members are the values an IN or NOT_IN condition lists: its value is a
+// str_array or int_array, and a scalar tag matches when it equals one.
+func members(tag string, op modelv1.Condition_BinaryOp, want *modelv1.TagValue) ([]*modelv1.TagValue, error) {
+	var set []*modelv1.TagValue
+	switch x := want.GetValue().(type) {
+	case *modelv1.TagValue_StrArray:
+		for _, s := range x.StrArray.GetValue() {
+			set = append(set, &modelv1.TagValue{Value: &modelv1.TagValue_Str{Str: &modelv1.Str{Value: s}}})
+		}
+	case *modelv1.TagValue_IntArray:
+		for _, i := range x.IntArray.GetValue() {
+			set = append(set, &modelv1.TagValue{Value: &modelv1.TagValue_Int{Int: &modelv1.Int{Value: i}}})
+		}
+	default:
+		return nil, fmt.Errorf("%w: %v on %q needs a str_array or int_array value, not %s", errInvalidQuery, op, tag, kindName(want))
+	}
+	return set, nil
 }
 
 func orderAccepts(op modelv1.Condition_BinaryOp) func(int) bool {

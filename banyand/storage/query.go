@@ -9,7 +9,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"time"
+
+	"github.com/banyand-io/banyand/pkg/wire"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -40,7 +41,7 @@ type plan struct {
 	kind       tsdb.Kind
 	groups     []string
 	name       string
-	begin, end int64 // [begin, end), Unix nanoseconds
+	begin, end int64 // [begin, end), Unix nanoseconds: the request's end + 1
 	desc       bool
 	n          int    // keep the first n in output order: offset + limit
 	series     []byte // the series key when the entity is fixed, else nil (scan)
@@ -63,10 +64,12 @@ func (p *plan) common(groups []string, name string, tr *modelv1.TimeRange, order
 	}
 	// A group named twice would return its data twice.
 	p.groups, p.name = slices.Compact(slices.Sorted(slices.Values(groups))), name
+	// BanyanDB's time ranges hold both ends (a range whose begin is its
+	// end is one point in time); p.end is exclusive. A range that ends
+	// before it begins holds nothing.
 	p.begin, p.end = queryNanos(tr.GetBegin()), queryNanos(tr.GetEnd())
-	if p.end < p.begin {
-		return fmt.Errorf("%w: time range ends (%v) before it begins (%v)", errInvalidQuery,
-			tr.GetEnd().AsTime(), tr.GetBegin().AsTime())
+	if p.end < math.MaxInt64 {
+		p.end++
 	}
 	if order.GetIndexRuleName() != "" {
 		return fmt.Errorf("%w: order by index rule %q (only order by time)", ErrUnimplemented, order.GetIndexRuleName())
@@ -80,17 +83,17 @@ func (p *plan) common(groups []string, name string, tr *modelv1.TimeRange, order
 	return nil
 }
 
-// queryNanos converts a query bound to Unix nanoseconds, saturating outside
-// the storable range (a query up to year 9999 means "until the end").
+// queryNanos converts a query bound to Unix nanoseconds (as protobuf
+// reads it), saturating outside the storable range (a query up to year
+// 9999 means "until the end").
 func queryNanos(ts *timestamppb.Timestamp) int64 {
-	switch s := ts.GetSeconds(); {
-	case s < minNanoSeconds:
-		return math.MinInt64
-	case s > maxNanoSeconds:
-		return math.MaxInt64
-	default:
-		return s*int64(time.Second) + int64(ts.GetNanos())
+	if ns, ok := wire.UnixNano(ts.GetSeconds(), ts.GetNanos()); ok {
+		return ns
 	}
+	if ts.GetSeconds() < 0 {
+		return math.MinInt64
+	}
+	return math.MaxInt64
 }
 
 // hit is a record kept for the response. Its slices are copies.

@@ -3,9 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
-	"math"
 	"sync"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -143,11 +141,12 @@ func (d *decoder) decode(m []byte) (tsdb.Write, error) {
 	} else {
 		w.Version = p.Version
 	}
-	if p.Timestamp == nil || p.Nanos < 0 || p.Nanos >= 1e9 || p.Seconds < minNanoSeconds || p.Seconds > maxNanoSeconds {
-		return tsdb.Write{}, invalid("%v write %s/%s: timestamp %d.%09ds (present: %v) is outside the storable range (years 1678..2262)",
+	ts, ok := p.UnixNano()
+	if !ok {
+		return tsdb.Write{}, invalid("%v write %s/%s: timestamp %ds %dns (present: %v) is outside the storable range (years 1678..2262)",
 			d.kind, w.Group, w.Name, p.Seconds, p.Nanos, p.Timestamp != nil)
 	}
-	w.Timestamp = p.Seconds*int64(time.Second) + int64(p.Nanos)
+	w.Timestamp = ts
 	if err := w.Validate(); err != nil {
 		return tsdb.Write{}, invalid("%v write: %v", d.kind, err)
 	}
@@ -162,10 +161,3 @@ func reuse(last *string, v []byte) string {
 	}
 	return *last
 }
-
-// Unix nanoseconds cover 1677-09-21 .. 2262-04-11; the seconds bounds below
-// keep every nanosecond value of a valid Timestamp inside int64.
-const (
-	minNanoSeconds = math.MinInt64/int64(time.Second) + 1
-	maxNanoSeconds = math.MaxInt64/int64(time.Second) - 1
-)

@@ -580,3 +580,19 @@ func TestSkipValues(t *testing.T) {
 		}
 	}
 }
+
+// TestUnixNano agrees with protobuf's AsTime wherever the time fits int64
+// nanoseconds, and says when it does not.
+func TestUnixNano(t *testing.T) {
+	minT, maxT := time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
+	for _, s := range []int64{0, 1, -1, 1700000000, minT.Unix(), minT.Unix() - 1, maxT.Unix(), maxT.Unix() + 1, math.MaxInt64, math.MinInt64} {
+		for _, n := range []int32{0, 1, -1, 999_999_999, -999_999_999, 1e9, -1e9, math.MaxInt32, math.MinInt32, int32(minT.Nanosecond()), int32(maxT.Nanosecond())} {
+			got, ok := UnixNano(s, n)
+			at := time.Unix(s, int64(n))
+			fits := s > math.MinInt64/2 && s < math.MaxInt64/2 && !at.Before(minT) && !at.After(maxT)
+			if ok != fits || ok && got != at.UnixNano() {
+				t.Errorf("UnixNano(%d, %d) = %d, %v; time.Unix says %v (fits %v)", s, n, got, ok, at, fits)
+			}
+		}
+	}
+}

@@ -1,6 +1,11 @@
 package wire
 
-import "google.golang.org/protobuf/encoding/protowire"
+import (
+	"math"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
 
 // Point is a stream.v1.ElementValue or a measure.v1.DataPointValue read at
 // the wire level. Its slices alias the parsed bytes and are reused by the
@@ -149,4 +154,40 @@ func (p *Point) family(b []byte) error {
 	}
 	p.FamEnd = append(p.FamEnd, len(p.Tags))
 	return nil
+}
+
+// UnixNano is a Timestamp's seconds and nanos as Unix nanoseconds, read
+// the way protobuf's AsTime reads them (nanos outside 0..999999999 carry
+// into the seconds, as time.Unix does); ok is false when the time does
+// not fit int64 nanoseconds (years 1677..2262).
+func UnixNano(seconds int64, nanos int32) (ns int64, ok bool) {
+	const sec = int64(time.Second)
+	if seconds > math.MaxInt64/sec+3 || seconds < math.MinInt64/sec-3 {
+		return 0, false // far outside; also keeps the carry below from overflowing
+	}
+	s, n := seconds+int64(nanos)/sec, int64(nanos)%sec
+	// Give n the sign of s, so s*sec stays in range whenever the sum does.
+	switch {
+	case s > 0 && n < 0:
+		s, n = s-1, n+sec
+	case s < 0 && n > 0:
+		s, n = s+1, n-sec
+	}
+	if s > math.MaxInt64/sec || s < math.MinInt64/sec {
+		return 0, false
+	}
+	ns = s * sec
+	if n > 0 && ns > math.MaxInt64-n || n < 0 && ns < math.MinInt64-n {
+		return 0, false
+	}
+	return ns + n, true
+}
+
+// UnixNano is the point's timestamp as Unix nanoseconds (see UnixNano);
+// ok is false when it has none or it does not fit.
+func (p *Point) UnixNano() (int64, bool) {
+	if p.Timestamp == nil {
+		return 0, false
+	}
+	return UnixNano(p.Seconds, p.Nanos)
 }
