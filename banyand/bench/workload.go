@@ -127,11 +127,13 @@ type workload interface {
 	queryPage(ctx context.Context, q pageQuery) (seqs []int64, results int, err error)
 }
 
+// timeRange is the query range of [fromMs, toMs): BanyanDB's ranges hold
+// both ends, so it ends a millisecond before toMs.
 func timeRange(fromMs, toMs int64) *modelv1.TimeRange {
 	ts := func(ms int64) *timestamppb.Timestamp {
 		return &timestamppb.Timestamp{Seconds: ms / 1000, Nanos: int32(ms%1000) * 1e6}
 	}
-	return &modelv1.TimeRange{Begin: ts(fromMs), End: ts(toMs)}
+	return &modelv1.TimeRange{Begin: ts(fromMs), End: ts(toMs - 1)}
 }
 
 // streamWorkload writes elements with a run-unique element id.

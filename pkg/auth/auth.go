@@ -130,13 +130,44 @@ func (a *Authenticator) Authenticate(authorization string) (Identity, error) {
 		if !ok {
 			return Identity{}, fmt.Errorf("%w: basic credentials are not user:password", ErrBadCredentials)
 		}
-		if id, ok := t.user(name, password); ok {
-			return id, nil
-		}
+		return a.authenticateUser(t, name, password)
 	default:
 		return Identity{}, fmt.Errorf("%w: want 'Bearer <token>' or 'Basic <user:password in base64>'", ErrBadCredentials)
 	}
 	return Identity{}, ErrBadCredentials
+}
+
+// AuthenticateUser checks a user name and password, as BanyanDB clients
+// send them (gRPC metadata "username" and "password").
+func (a *Authenticator) AuthenticateUser(name, password string) (Identity, error) {
+	a.maybeReload(time.Now())
+	return a.authenticateUser(a.table.Load(), name, password)
+}
+
+func (a *Authenticator) authenticateUser(t *table, name, password string) (Identity, error) {
+	if id, ok := t.user(name, password); ok {
+		return id, nil
+	}
+	return Identity{}, ErrBadCredentials
+}
+
+// credentials authenticates a call's metadata: an authorization header
+// ("Bearer <token>" or basic auth), or BanyanDB's "username" and
+// "password" entries when there is no header.
+func (a *Authenticator) credentials(md metadata.MD) (Identity, error) {
+	vals := md.Get("authorization")
+	users, passwords := md.Get("username"), md.Get("password")
+	switch {
+	case len(vals) > 1:
+		return Identity{}, fmt.Errorf("%w: more than one authorization header", ErrBadCredentials)
+	case len(vals) == 1:
+		return a.Authenticate(vals[0])
+	case len(users) == 0 && len(passwords) == 0:
+		return Identity{}, ErrNoCredentials
+	case len(users) != 1 || len(passwords) != 1:
+		return Identity{}, fmt.Errorf("%w: send one username and one password", ErrBadCredentials)
+	}
+	return a.AuthenticateUser(users[0], passwords[0])
 }
 
 // authorize checks a call's metadata for method and returns the gRPC
@@ -147,20 +178,11 @@ func (a *Authenticator) authorize(ctx context.Context, method string) error {
 		return nil
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
-	vals := md.Get("authorization")
-	if len(vals) > 1 {
-		a.unauth.Add(1)
-		return status.Error(codes.Unauthenticated, "more than one authorization header")
-	}
-	var header string
-	if len(vals) == 1 {
-		header = vals[0]
-	}
-	id, err := a.Authenticate(header)
+	id, err := a.credentials(md)
 	switch {
 	case errors.Is(err, ErrNoCredentials):
 		a.unauth.Add(1)
-		return status.Error(codes.Unauthenticated, "credentials required: send 'authorization: Bearer <token>' or basic auth")
+		return status.Error(codes.Unauthenticated, "credentials required: send 'authorization: Bearer <token>', basic auth, or 'username' and 'password'")
 	case err != nil:
 		a.unauth.Add(1)
 		return status.Error(codes.Unauthenticated, err.Error())

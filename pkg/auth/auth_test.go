@@ -136,6 +136,28 @@ users:
 			}
 		})
 	}
+	// BanyanDB's own credentials: gRPC metadata username and password.
+	for _, tc := range []struct {
+		name string
+		md   []string
+		want codes.Code
+	}{
+		{"username and password", []string{"username", "alice", "password", "alice-pw"}, codes.OK},
+		{"username, wrong password", []string{"username", "alice", "password", "nope"}, codes.Unauthenticated},
+		{"username without password", []string{"username", "alice"}, codes.Unauthenticated},
+		{"two usernames", []string{"username", "alice", "username", "bob", "password", "alice-pw"}, codes.Unauthenticated},
+		{"sha256 user by username", []string{"username", "bob", "password", "bob-pw"}, codes.OK},
+		{"token wins over username", []string{"authorization", "Bearer dash-secret", "username", "alice", "password", "alice-pw"}, codes.PermissionDenied},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, err := c.Check(metadata.AppendToOutgoingContext(ctx, tc.md...), &healthpb.HealthCheckRequest{})
+			if got := status.Code(err); got != tc.want {
+				t.Fatalf("code %s, want %s (%v)", got, tc.want, err)
+			}
+		})
+	}
 	t.Run("open method needs nothing", func(t *testing.T) {
 		if _, err := c.List(context.Background(), &healthpb.HealthListRequest{}); err != nil {
 			t.Fatal(err)
@@ -159,7 +181,7 @@ users:
 			t.Fatalf("watch with a read token: %v", err)
 		}
 	})
-	if s := a.Stats(); s.Unauthenticated == 0 || s.Denied != 1 {
+	if s := a.Stats(); s.Unauthenticated == 0 || s.Denied != 2 {
 		t.Fatalf("stats %+v", s)
 	}
 }

@@ -398,7 +398,8 @@ func (l *load) readBack(conn *grpc.ClientConn, n int64) (map[int64]int, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 			resp, err := client.Query(ctx, &streamv1.QueryRequest{
 				Groups: []string{group}, Name: streamName,
-				TimeRange: &modelv1.TimeRange{Begin: msTimestamp(from), End: msTimestamp(to)},
+				// BanyanDB's ranges hold both ends: [from, to) ends at to-1.
+				TimeRange: &modelv1.TimeRange{Begin: msTimestamp(from), End: msTimestamp(to - 1)},
 				Criteria: &modelv1.Criteria{Exp: &modelv1.Criteria_Condition{Condition: &modelv1.Condition{
 					Name: "service", Op: modelv1.Condition_BINARY_OP_EQ, Value: svcTag(e),
 				}}},
