@@ -74,14 +74,6 @@ func (f *Frame) UnmarshalWire(data mem.BufferSlice) error {
 	return nil
 }
 
-// Held hands over the received buffer: the caller frees it (mem.BufferSlice.Free)
-// once done with Raw, and the frame forgets both.
-func (f *Frame) Held() (raw []byte, held mem.BufferSlice) {
-	raw, held = f.Raw, f.held
-	f.Raw, f.held = nil, nil
-	return raw, held
-}
-
 // Release gives the received buffer back; Raw, and slices of it, may not
 // be used afterwards.
 func (f *Frame) Release() {
