@@ -96,7 +96,7 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Report, erro
 
 	rep := Report{
 		Target: target, Kind: cfg.Kind, Group: cfg.Group, Name: cfg.Name,
-		Streams: cfg.Streams, Entities: cfg.Entities, PayloadBytes: cfg.PayloadBytes, Rate: cfg.Rate,
+		Streams: cfg.Streams, Entities: cfg.Entities, PayloadBytes: cfg.PayloadBytes, Rate: cfg.Rate, FlushSize: cfg.FlushSize,
 		Errors: map[string]uint64{},
 	}
 	stopProfiles, err := cfg.Profiles.start()
@@ -154,6 +154,8 @@ func newMessages(cfg Config) (*messages, error) {
 		runID:      "b" + hex.EncodeToString(id[:]),
 		nonce:      float64(nonce.Int64()) + 0.5,
 		payload:    payload,
+		measure:    cfg.Kind == KindMeasure,
+		spec:       cfg.FlushSize > 0,
 	}
 	m.cacheEntityTags()
 	if err := m.encode(); err != nil {
@@ -186,10 +188,10 @@ func writePhase(ctx context.Context, cfg Config, w workload, rep *Report, progre
 		defer stopSending()
 	}
 
-	results := make([]*streamResult, cfg.Streams)
+	perWriter := make([][]*streamResult, cfg.Streams)
 	var wg sync.WaitGroup
-	for i := range results {
-		wg.Go(func() { results[i] = r.stream(runCtx, sendCtx, cfg.Verify == optTrue) })
+	for i := range perWriter {
+		wg.Go(func() { perWriter[i] = r.writer(runCtx, sendCtx, cfg.Verify == optTrue) })
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -226,6 +228,8 @@ func writePhase(ctx context.Context, cfg Config, w workload, rep *Report, progre
 		rep.Aborted = "interrupted"
 	}
 	rep.ElapsedSeconds = r.since().Seconds()
+	results := slices.Concat(perWriter...)
+	rep.StreamsOpened = len(results)
 	return collect(results, rep)
 }
 

@@ -39,6 +39,27 @@ func checkClean(t *testing.T, rep Report, err error, count uint64) {
 	}
 }
 
+// TestFlushesAsOAP writes as OAP's bulk flushes do: a stream every 7
+// messages, the spec on its first, values only after; every write is
+// acked and read back.
+func TestFlushesAsOAP(t *testing.T) {
+	addr, _ := startTestStandalone(t)
+	for _, kind := range []string{KindStream, KindMeasure} {
+		t.Run(kind, func(t *testing.T) {
+			cfg := parseConfig(t, "--target", addr, "--kind", kind, "--count", "500", "--entities", "11",
+				"--streams", "3", "--flush-size", "7")
+			var out syncBuffer
+			rep, err := Run(runCtx(t), cfg, &out, testWriter{t})
+			checkClean(t, rep, err, 500)
+			// 500 messages in flushes of 7 over 3 writers: at least 72 streams,
+			// and each writer may open one more that finds the count reached.
+			if rep.StreamsOpened < 72 || rep.StreamsOpened > 75 {
+				t.Fatalf("%d streams opened, want 72..75", rep.StreamsOpened)
+			}
+		})
+	}
+}
+
 func TestRunAgainstStandalone(t *testing.T) {
 	addr, httpAddr := startTestStandalone(t)
 	for _, kind := range []string{KindStream, KindMeasure} {

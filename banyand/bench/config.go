@@ -74,6 +74,11 @@ type Config struct {
 	Rate        float64       // messages/s overall; 0 = unlimited
 	RateBurst   time.Duration // a paced message may leave this much before it is due
 	MaxInFlight int           // unacked messages per stream
+	// FlushSize > 0 writes as SkyWalking OAP's bulk flushes do: each
+	// stream carries FlushSize messages, the first with metadata and the
+	// tag family / data point spec, the rest values only, then half-closes,
+	// waits for every answer and the next stream opens.
+	FlushSize int64
 
 	Verify optBool // auto: on for count-bounded runs
 	JSON   bool
@@ -109,6 +114,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.RateBurst, "rate-burst", DefaultRateBurst, "with --rate: a message may leave up to this long before it is due, so writes go out in bursts of at most this length, "+
 		"as a client that batches sends them (fewer wake-ups on both sides); 0 paces every message on its own")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", DefaultMaxInFlight, "unacknowledged messages per stream; the writer waits at this many, so latency is not hidden in a client queue")
+	fs.Int64Var(&c.FlushSize, "flush-size", 0, "write as SkyWalking OAP flushes: a new write stream every this many messages, the first with metadata and spec, values only after; 0 = one stream per writer for the whole run")
 	c.Verify = optAuto
 	fs.Var(&c.Verify, "verify", "after writing, query every acknowledged write back and report readable/missing; auto = true for --count runs, false for --duration runs")
 	fs.Lookup("verify").NoOptDefVal = "true"
@@ -174,6 +180,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RateBurst < 0 || c.RateBurst > time.Second {
 		bad("--rate-burst %s: want 0..1s", c.RateBurst)
+	}
+	if c.FlushSize < 0 {
+		bad("--flush-size %d: want 0 (off) or more", c.FlushSize)
 	}
 	if c.MaxInFlight < 1 || c.MaxInFlight > 1_000_000 {
 		bad("--max-in-flight %d: want 1..1000000", c.MaxInFlight)

@@ -36,6 +36,10 @@ type Report struct {
 	Entities     int     `json:"entities"`
 	PayloadBytes int     `json:"payload_bytes"`
 	Rate         float64 `json:"rate_limit"`
+	// FlushSize is --flush-size; StreamsOpened counts the write streams
+	// the writers opened (Streams without it).
+	FlushSize     int64 `json:"flush_size,omitempty"`
+	StreamsOpened int   `json:"streams_opened"`
 
 	Sent      uint64 `json:"sent"`
 	Acked     uint64 `json:"acked"`
@@ -125,6 +129,9 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, "target          %s (%s %s/%s, %d streams, %d entities, %d-byte payload", r.Target, r.Kind, r.Group, r.Name, r.Streams, r.Entities, r.PayloadBytes)
 	if r.Rate > 0 {
 		fmt.Fprintf(&b, ", rate limit %.0f/s", r.Rate)
+	}
+	if r.FlushSize > 0 {
+		fmt.Fprintf(&b, ", a stream every %d messages as OAP flushes: %d opened", r.FlushSize, r.StreamsOpened)
 	}
 	b.WriteString(")\n")
 	fmt.Fprintf(&b, "sent            %d (%.1f MB)\n", r.Sent, float64(r.BytesSent)/1e6)

@@ -9,7 +9,9 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	protoapi "google.golang.org/protobuf/proto"
 
+	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 	"github.com/banyand-io/banyand/pkg/wire"
 )
 
@@ -52,6 +54,11 @@ type encoded struct {
 	payload  []byte   // the "data" tag family: the payload tag
 	score    []byte   // measure: the score field, the run's nonce
 	entity   [][]byte // the "searchable" tag family of each entity; nil when not cached
+	// spec is the spec field(s) a flush's first request carries (field 4:
+	// the tag family specs of a stream, the data point spec of a measure),
+	// naming the values in the order they are written; nil without
+	// --flush-size.
+	spec []byte
 }
 
 func (m *messages) encode() error {
@@ -64,6 +71,9 @@ func (m *messages) encode() error {
 	m.enc.metadata = marshal(m.md)
 	m.enc.payload = marshal(&modelv1.TagFamilyForWrite{Tags: []*modelv1.TagValue{{Value: &modelv1.TagValue_BinaryData{BinaryData: m.payload}}}})
 	m.enc.score = marshal(&modelv1.FieldValue{Value: &modelv1.FieldValue_Float{Float: &modelv1.Float{Value: m.nonce}}})
+	if m.spec {
+		m.enc.spec = m.encodeSpec(marshal)
+	}
 	if m.tags != nil {
 		m.enc.entity = make([][]byte, len(m.tags))
 		for e, tags := range m.tags {
@@ -102,13 +112,32 @@ func (m *messages) timestamp(b []byte, seq int64) []byte {
 	return b
 }
 
+// encodeSpec encodes the spec of the tool's values as field 4 of a write
+// request, the way OAP names its tags and fields.
+func (m *messages) encodeSpec(marshal func(protoapi.Message) []byte) []byte {
+	var b []byte
+	if m.measure {
+		b = appendField(b, 4, marshal(&measurev1.DataPointSpec{
+			TagFamilySpec: []*measurev1.TagFamilySpec{
+				{Name: "default", TagNames: []string{tagService, tagInstance}},
+				{Name: "data", TagNames: []string{tagPayload}},
+			},
+			FieldNames: []string{fieldValue, fieldScore},
+		}))
+		return b
+	}
+	b = appendField(b, 4, marshal(&streamv1.TagFamilySpec{Name: "searchable", TagNames: []string{tagService, tagInstance}}))
+	return appendField(b, 4, marshal(&streamv1.TagFamilySpec{Name: "data", TagNames: []string{tagPayload}}))
+}
+
 // writeRequest encodes a stream.v1 or measure.v1 WriteRequest: metadata
-// (1) when withMetadata, the element or data point (2), message_id (3).
+// (1) and, with --flush-size, the spec (4) when withMetadata, the element
+// or data point (2), message_id (3).
 // value appends the element or data point's own fields to its argument.
 func (m *messages) writeRequest(id uint64, withMetadata bool, valueSize int, value func([]byte) []byte) []byte {
 	size := sizeField(valueSize) + 1 + protowire.SizeVarint(id)
 	if withMetadata {
-		size += sizeField(len(m.enc.metadata))
+		size += sizeField(len(m.enc.metadata)) + len(m.enc.spec)
 	}
 	b := make([]byte, 0, size)
 	if withMetadata {
@@ -118,7 +147,11 @@ func (m *messages) writeRequest(id uint64, withMetadata bool, valueSize int, val
 	b = protowire.AppendVarint(b, uint64(valueSize))
 	b = value(b)
 	b = protowire.AppendTag(b, 3, protowire.VarintType)
-	return protowire.AppendVarint(b, id)
+	b = protowire.AppendVarint(b, id)
+	if withMetadata {
+		b = append(b, m.enc.spec...)
+	}
+	return b
 }
 
 // streamRequest encodes message seq as a stream WriteRequest with id.

@@ -36,6 +36,8 @@ type messages struct {
 	runID      string  // prefix of stream element ids
 	nonce      float64 // measure score field: marks this run's points
 	payload    []byte  // shared, never modified
+	measure    bool    // the run writes data points
+	spec       bool    // a stream's first request carries the spec (--flush-size)
 	// tags caches entityTags per entity (read-only once built), so the
 	// writers do not spend the client's CPU share rebuilding them; nil
 	// when there are too many entities to keep.

@@ -163,19 +163,33 @@ func (p *pending) left() int {
 	return len(p.m)
 }
 
+// writer runs one of the run's concurrent writers: one stream for the
+// whole run or, with --flush-size, one stream after another, each of
+// FlushSize messages, as SkyWalking OAP opens one a bulk flush.
+func (r *writeRun) writer(runCtx, sendCtx context.Context, verify bool) []*streamResult {
+	var out []*streamResult
+	for {
+		res, more := r.stream(runCtx, sendCtx, verify)
+		out = append(out, res)
+		if !more || res.streamErr != nil || runCtx.Err() != nil {
+			return out
+		}
+	}
+}
+
 // stream runs one bidi Write stream until the send side is done (count
-// reached, sendCtx done) and every sent message is answered, or runCtx
-// ends it. Backpressure: the send loop blocks while MaxInFlight messages
+// reached, sendCtx done, or FlushSize messages sent: more is then true)
+// and every sent message is answered, or runCtx ends it. Backpressure: the send loop blocks while MaxInFlight messages
 // of this stream are unanswered; it is released by a response, by the
 // receive loop ending, or by sendCtx.
-func (r *writeRun) stream(runCtx, sendCtx context.Context, verify bool) *streamResult {
-	res := &streamResult{errors: map[string]uint64{}}
+func (r *writeRun) stream(runCtx, sendCtx context.Context, verify bool) (res *streamResult, more bool) {
+	res = &streamResult{errors: map[string]uint64{}}
 	ctx, cancel := context.WithCancel(runCtx)
 	defer cancel()
 	wc, err := r.w.openWrite(ctx)
 	if err != nil {
 		res.streamErr = err
-		return res
+		return res, false
 	}
 	pend := &pending{m: make(map[uint64]sentMsg, r.cfg.MaxInFlight)}
 	slots := make(chan struct{}, r.cfg.MaxInFlight)
@@ -192,6 +206,10 @@ func (r *writeRun) stream(runCtx, sendCtx context.Context, verify bool) *streamR
 	id := uint64(time.Now().UnixNano())
 send:
 	for {
+		if r.cfg.FlushSize > 0 && int64(res.sent) >= r.cfg.FlushSize {
+			more = true
+			break
+		}
 		select {
 		case slots <- struct{}{}:
 		case <-sendCtx.Done():
@@ -232,7 +250,7 @@ send:
 	if res.unanswered > 0 {
 		res.errors[StatusNoResponse] += res.unanswered
 	}
-	return res
+	return res, more
 }
 
 // receive is the stream's only Recv caller.
