@@ -1627,6 +1627,2638 @@ func (x *MeasureRegistryServiceExistResponse) GetHasMeasure() bool {
 	return false
 }
 
+type IndexRuleRegistryServiceCreateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	IndexRule     *IndexRule             `protobuf:"bytes,1,opt,name=index_rule,json=indexRule,proto3" json:"index_rule,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexRuleRegistryServiceCreateRequest) Reset() {
+	*x = IndexRuleRegistryServiceCreateRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleRegistryServiceCreateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleRegistryServiceCreateRequest) ProtoMessage() {}
+
+func (x *IndexRuleRegistryServiceCreateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleRegistryServiceCreateRequest.ProtoReflect.Descriptor instead.
+func (*IndexRuleRegistryServiceCreateRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *IndexRuleRegistryServiceCreateRequest) GetIndexRule() *IndexRule {
+	if x != nil {
+		return x.IndexRule
+	}
+	return nil
+}
+
+type IndexRuleRegistryServiceCreateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexRuleRegistryServiceCreateResponse) Reset() {
+	*x = IndexRuleRegistryServiceCreateResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleRegistryServiceCreateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleRegistryServiceCreateResponse) ProtoMessage() {}
+
+func (x *IndexRuleRegistryServiceCreateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleRegistryServiceCreateResponse.ProtoReflect.Descriptor instead.
+func (*IndexRuleRegistryServiceCreateResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{37}
+}
+
+type IndexRuleRegistryServiceUpdateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	IndexRule     *IndexRule             `protobuf:"bytes,1,opt,name=index_rule,json=indexRule,proto3" json:"index_rule,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexRuleRegistryServiceUpdateRequest) Reset() {
+	*x = IndexRuleRegistryServiceUpdateRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleRegistryServiceUpdateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleRegistryServiceUpdateRequest) ProtoMessage() {}
+
+func (x *IndexRuleRegistryServiceUpdateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleRegistryServiceUpdateRequest.ProtoReflect.Descriptor instead.
+func (*IndexRuleRegistryServiceUpdateRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *IndexRuleRegistryServiceUpdateRequest) GetIndexRule() *IndexRule {
+	if x != nil {
+		return x.IndexRule
+	}
+	return nil
+}
+
+type IndexRuleRegistryServiceUpdateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexRuleRegistryServiceUpdateResponse) Reset() {
+	*x = IndexRuleRegistryServiceUpdateResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleRegistryServiceUpdateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleRegistryServiceUpdateResponse) ProtoMessage() {}
+
+func (x *IndexRuleRegistryServiceUpdateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleRegistryServiceUpdateResponse.ProtoReflect.Descriptor instead.
+func (*IndexRuleRegistryServiceUpdateResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{39}
+}
+
+type IndexRuleRegistryServiceDeleteRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *v1.Metadata           `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexRuleRegistryServiceDeleteRequest) Reset() {
+	*x = IndexRuleRegistryServiceDeleteRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleRegistryServiceDeleteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleRegistryServiceDeleteRequest) ProtoMessage() {}
+
+func (x *IndexRuleRegistryServiceDeleteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleRegistryServiceDeleteRequest.ProtoReflect.Descriptor instead.
+func (*IndexRuleRegistryServiceDeleteRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *IndexRuleRegistryServiceDeleteRequest) GetMetadata() *v1.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type IndexRuleRegistryServiceDeleteResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Deleted       bool                   `protobuf:"varint,1,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexRuleRegistryServiceDeleteResponse) Reset() {
+	*x = IndexRuleRegistryServiceDeleteResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleRegistryServiceDeleteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleRegistryServiceDeleteResponse) ProtoMessage() {}
+
+func (x *IndexRuleRegistryServiceDeleteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleRegistryServiceDeleteResponse.ProtoReflect.Descriptor instead.
+func (*IndexRuleRegistryServiceDeleteResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *IndexRuleRegistryServiceDeleteResponse) GetDeleted() bool {
+	if x != nil {
+		return x.Deleted
+	}
+	return false
+}
+
+type IndexRuleRegistryServiceGetRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *v1.Metadata           `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexRuleRegistryServiceGetRequest) Reset() {
+	*x = IndexRuleRegistryServiceGetRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleRegistryServiceGetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleRegistryServiceGetRequest) ProtoMessage() {}
+
+func (x *IndexRuleRegistryServiceGetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleRegistryServiceGetRequest.ProtoReflect.Descriptor instead.
+func (*IndexRuleRegistryServiceGetRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *IndexRuleRegistryServiceGetRequest) GetMetadata() *v1.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type IndexRuleRegistryServiceGetResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	IndexRule     *IndexRule             `protobuf:"bytes,1,opt,name=index_rule,json=indexRule,proto3" json:"index_rule,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexRuleRegistryServiceGetResponse) Reset() {
+	*x = IndexRuleRegistryServiceGetResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleRegistryServiceGetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleRegistryServiceGetResponse) ProtoMessage() {}
+
+func (x *IndexRuleRegistryServiceGetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleRegistryServiceGetResponse.ProtoReflect.Descriptor instead.
+func (*IndexRuleRegistryServiceGetResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *IndexRuleRegistryServiceGetResponse) GetIndexRule() *IndexRule {
+	if x != nil {
+		return x.IndexRule
+	}
+	return nil
+}
+
+type IndexRuleRegistryServiceListRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexRuleRegistryServiceListRequest) Reset() {
+	*x = IndexRuleRegistryServiceListRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleRegistryServiceListRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleRegistryServiceListRequest) ProtoMessage() {}
+
+func (x *IndexRuleRegistryServiceListRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleRegistryServiceListRequest.ProtoReflect.Descriptor instead.
+func (*IndexRuleRegistryServiceListRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *IndexRuleRegistryServiceListRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+type IndexRuleRegistryServiceListResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	IndexRule     []*IndexRule           `protobuf:"bytes,1,rep,name=index_rule,json=indexRule,proto3" json:"index_rule,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexRuleRegistryServiceListResponse) Reset() {
+	*x = IndexRuleRegistryServiceListResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleRegistryServiceListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleRegistryServiceListResponse) ProtoMessage() {}
+
+func (x *IndexRuleRegistryServiceListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleRegistryServiceListResponse.ProtoReflect.Descriptor instead.
+func (*IndexRuleRegistryServiceListResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *IndexRuleRegistryServiceListResponse) GetIndexRule() []*IndexRule {
+	if x != nil {
+		return x.IndexRule
+	}
+	return nil
+}
+
+type IndexRuleRegistryServiceExistRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *v1.Metadata           `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexRuleRegistryServiceExistRequest) Reset() {
+	*x = IndexRuleRegistryServiceExistRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleRegistryServiceExistRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleRegistryServiceExistRequest) ProtoMessage() {}
+
+func (x *IndexRuleRegistryServiceExistRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleRegistryServiceExistRequest.ProtoReflect.Descriptor instead.
+func (*IndexRuleRegistryServiceExistRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *IndexRuleRegistryServiceExistRequest) GetMetadata() *v1.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type IndexRuleRegistryServiceExistResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	HasGroup      bool                   `protobuf:"varint,1,opt,name=has_group,json=hasGroup,proto3" json:"has_group,omitempty"`
+	HasIndexRule  bool                   `protobuf:"varint,2,opt,name=has_index_rule,json=hasIndexRule,proto3" json:"has_index_rule,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexRuleRegistryServiceExistResponse) Reset() {
+	*x = IndexRuleRegistryServiceExistResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleRegistryServiceExistResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleRegistryServiceExistResponse) ProtoMessage() {}
+
+func (x *IndexRuleRegistryServiceExistResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleRegistryServiceExistResponse.ProtoReflect.Descriptor instead.
+func (*IndexRuleRegistryServiceExistResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *IndexRuleRegistryServiceExistResponse) GetHasGroup() bool {
+	if x != nil {
+		return x.HasGroup
+	}
+	return false
+}
+
+func (x *IndexRuleRegistryServiceExistResponse) GetHasIndexRule() bool {
+	if x != nil {
+		return x.HasIndexRule
+	}
+	return false
+}
+
+type IndexRuleBindingRegistryServiceCreateRequest struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	IndexRuleBinding *IndexRuleBinding      `protobuf:"bytes,1,opt,name=index_rule_binding,json=indexRuleBinding,proto3" json:"index_rule_binding,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *IndexRuleBindingRegistryServiceCreateRequest) Reset() {
+	*x = IndexRuleBindingRegistryServiceCreateRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleBindingRegistryServiceCreateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleBindingRegistryServiceCreateRequest) ProtoMessage() {}
+
+func (x *IndexRuleBindingRegistryServiceCreateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleBindingRegistryServiceCreateRequest.ProtoReflect.Descriptor instead.
+func (*IndexRuleBindingRegistryServiceCreateRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *IndexRuleBindingRegistryServiceCreateRequest) GetIndexRuleBinding() *IndexRuleBinding {
+	if x != nil {
+		return x.IndexRuleBinding
+	}
+	return nil
+}
+
+type IndexRuleBindingRegistryServiceCreateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexRuleBindingRegistryServiceCreateResponse) Reset() {
+	*x = IndexRuleBindingRegistryServiceCreateResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleBindingRegistryServiceCreateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleBindingRegistryServiceCreateResponse) ProtoMessage() {}
+
+func (x *IndexRuleBindingRegistryServiceCreateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleBindingRegistryServiceCreateResponse.ProtoReflect.Descriptor instead.
+func (*IndexRuleBindingRegistryServiceCreateResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{49}
+}
+
+type IndexRuleBindingRegistryServiceUpdateRequest struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	IndexRuleBinding *IndexRuleBinding      `protobuf:"bytes,1,opt,name=index_rule_binding,json=indexRuleBinding,proto3" json:"index_rule_binding,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *IndexRuleBindingRegistryServiceUpdateRequest) Reset() {
+	*x = IndexRuleBindingRegistryServiceUpdateRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleBindingRegistryServiceUpdateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleBindingRegistryServiceUpdateRequest) ProtoMessage() {}
+
+func (x *IndexRuleBindingRegistryServiceUpdateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleBindingRegistryServiceUpdateRequest.ProtoReflect.Descriptor instead.
+func (*IndexRuleBindingRegistryServiceUpdateRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *IndexRuleBindingRegistryServiceUpdateRequest) GetIndexRuleBinding() *IndexRuleBinding {
+	if x != nil {
+		return x.IndexRuleBinding
+	}
+	return nil
+}
+
+type IndexRuleBindingRegistryServiceUpdateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexRuleBindingRegistryServiceUpdateResponse) Reset() {
+	*x = IndexRuleBindingRegistryServiceUpdateResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleBindingRegistryServiceUpdateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleBindingRegistryServiceUpdateResponse) ProtoMessage() {}
+
+func (x *IndexRuleBindingRegistryServiceUpdateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleBindingRegistryServiceUpdateResponse.ProtoReflect.Descriptor instead.
+func (*IndexRuleBindingRegistryServiceUpdateResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{51}
+}
+
+type IndexRuleBindingRegistryServiceDeleteRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *v1.Metadata           `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexRuleBindingRegistryServiceDeleteRequest) Reset() {
+	*x = IndexRuleBindingRegistryServiceDeleteRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleBindingRegistryServiceDeleteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleBindingRegistryServiceDeleteRequest) ProtoMessage() {}
+
+func (x *IndexRuleBindingRegistryServiceDeleteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleBindingRegistryServiceDeleteRequest.ProtoReflect.Descriptor instead.
+func (*IndexRuleBindingRegistryServiceDeleteRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *IndexRuleBindingRegistryServiceDeleteRequest) GetMetadata() *v1.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type IndexRuleBindingRegistryServiceDeleteResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Deleted       bool                   `protobuf:"varint,1,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexRuleBindingRegistryServiceDeleteResponse) Reset() {
+	*x = IndexRuleBindingRegistryServiceDeleteResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleBindingRegistryServiceDeleteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleBindingRegistryServiceDeleteResponse) ProtoMessage() {}
+
+func (x *IndexRuleBindingRegistryServiceDeleteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleBindingRegistryServiceDeleteResponse.ProtoReflect.Descriptor instead.
+func (*IndexRuleBindingRegistryServiceDeleteResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *IndexRuleBindingRegistryServiceDeleteResponse) GetDeleted() bool {
+	if x != nil {
+		return x.Deleted
+	}
+	return false
+}
+
+type IndexRuleBindingRegistryServiceGetRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *v1.Metadata           `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexRuleBindingRegistryServiceGetRequest) Reset() {
+	*x = IndexRuleBindingRegistryServiceGetRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleBindingRegistryServiceGetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleBindingRegistryServiceGetRequest) ProtoMessage() {}
+
+func (x *IndexRuleBindingRegistryServiceGetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleBindingRegistryServiceGetRequest.ProtoReflect.Descriptor instead.
+func (*IndexRuleBindingRegistryServiceGetRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *IndexRuleBindingRegistryServiceGetRequest) GetMetadata() *v1.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type IndexRuleBindingRegistryServiceGetResponse struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	IndexRuleBinding *IndexRuleBinding      `protobuf:"bytes,1,opt,name=index_rule_binding,json=indexRuleBinding,proto3" json:"index_rule_binding,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *IndexRuleBindingRegistryServiceGetResponse) Reset() {
+	*x = IndexRuleBindingRegistryServiceGetResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleBindingRegistryServiceGetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleBindingRegistryServiceGetResponse) ProtoMessage() {}
+
+func (x *IndexRuleBindingRegistryServiceGetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleBindingRegistryServiceGetResponse.ProtoReflect.Descriptor instead.
+func (*IndexRuleBindingRegistryServiceGetResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *IndexRuleBindingRegistryServiceGetResponse) GetIndexRuleBinding() *IndexRuleBinding {
+	if x != nil {
+		return x.IndexRuleBinding
+	}
+	return nil
+}
+
+type IndexRuleBindingRegistryServiceListRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexRuleBindingRegistryServiceListRequest) Reset() {
+	*x = IndexRuleBindingRegistryServiceListRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleBindingRegistryServiceListRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleBindingRegistryServiceListRequest) ProtoMessage() {}
+
+func (x *IndexRuleBindingRegistryServiceListRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleBindingRegistryServiceListRequest.ProtoReflect.Descriptor instead.
+func (*IndexRuleBindingRegistryServiceListRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *IndexRuleBindingRegistryServiceListRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+type IndexRuleBindingRegistryServiceListResponse struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	IndexRuleBinding []*IndexRuleBinding    `protobuf:"bytes,1,rep,name=index_rule_binding,json=indexRuleBinding,proto3" json:"index_rule_binding,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *IndexRuleBindingRegistryServiceListResponse) Reset() {
+	*x = IndexRuleBindingRegistryServiceListResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleBindingRegistryServiceListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleBindingRegistryServiceListResponse) ProtoMessage() {}
+
+func (x *IndexRuleBindingRegistryServiceListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleBindingRegistryServiceListResponse.ProtoReflect.Descriptor instead.
+func (*IndexRuleBindingRegistryServiceListResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *IndexRuleBindingRegistryServiceListResponse) GetIndexRuleBinding() []*IndexRuleBinding {
+	if x != nil {
+		return x.IndexRuleBinding
+	}
+	return nil
+}
+
+type IndexRuleBindingRegistryServiceExistRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *v1.Metadata           `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexRuleBindingRegistryServiceExistRequest) Reset() {
+	*x = IndexRuleBindingRegistryServiceExistRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleBindingRegistryServiceExistRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleBindingRegistryServiceExistRequest) ProtoMessage() {}
+
+func (x *IndexRuleBindingRegistryServiceExistRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleBindingRegistryServiceExistRequest.ProtoReflect.Descriptor instead.
+func (*IndexRuleBindingRegistryServiceExistRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *IndexRuleBindingRegistryServiceExistRequest) GetMetadata() *v1.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type IndexRuleBindingRegistryServiceExistResponse struct {
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	HasGroup            bool                   `protobuf:"varint,1,opt,name=has_group,json=hasGroup,proto3" json:"has_group,omitempty"`
+	HasIndexRuleBinding bool                   `protobuf:"varint,2,opt,name=has_index_rule_binding,json=hasIndexRuleBinding,proto3" json:"has_index_rule_binding,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *IndexRuleBindingRegistryServiceExistResponse) Reset() {
+	*x = IndexRuleBindingRegistryServiceExistResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleBindingRegistryServiceExistResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleBindingRegistryServiceExistResponse) ProtoMessage() {}
+
+func (x *IndexRuleBindingRegistryServiceExistResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleBindingRegistryServiceExistResponse.ProtoReflect.Descriptor instead.
+func (*IndexRuleBindingRegistryServiceExistResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *IndexRuleBindingRegistryServiceExistResponse) GetHasGroup() bool {
+	if x != nil {
+		return x.HasGroup
+	}
+	return false
+}
+
+func (x *IndexRuleBindingRegistryServiceExistResponse) GetHasIndexRuleBinding() bool {
+	if x != nil {
+		return x.HasIndexRuleBinding
+	}
+	return false
+}
+
+type TopNAggregationRegistryServiceCreateRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	TopNAggregation *TopNAggregation       `protobuf:"bytes,1,opt,name=top_n_aggregation,json=topNAggregation,proto3" json:"top_n_aggregation,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *TopNAggregationRegistryServiceCreateRequest) Reset() {
+	*x = TopNAggregationRegistryServiceCreateRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopNAggregationRegistryServiceCreateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopNAggregationRegistryServiceCreateRequest) ProtoMessage() {}
+
+func (x *TopNAggregationRegistryServiceCreateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopNAggregationRegistryServiceCreateRequest.ProtoReflect.Descriptor instead.
+func (*TopNAggregationRegistryServiceCreateRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *TopNAggregationRegistryServiceCreateRequest) GetTopNAggregation() *TopNAggregation {
+	if x != nil {
+		return x.TopNAggregation
+	}
+	return nil
+}
+
+type TopNAggregationRegistryServiceCreateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopNAggregationRegistryServiceCreateResponse) Reset() {
+	*x = TopNAggregationRegistryServiceCreateResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopNAggregationRegistryServiceCreateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopNAggregationRegistryServiceCreateResponse) ProtoMessage() {}
+
+func (x *TopNAggregationRegistryServiceCreateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopNAggregationRegistryServiceCreateResponse.ProtoReflect.Descriptor instead.
+func (*TopNAggregationRegistryServiceCreateResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{61}
+}
+
+type TopNAggregationRegistryServiceUpdateRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	TopNAggregation *TopNAggregation       `protobuf:"bytes,1,opt,name=top_n_aggregation,json=topNAggregation,proto3" json:"top_n_aggregation,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *TopNAggregationRegistryServiceUpdateRequest) Reset() {
+	*x = TopNAggregationRegistryServiceUpdateRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopNAggregationRegistryServiceUpdateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopNAggregationRegistryServiceUpdateRequest) ProtoMessage() {}
+
+func (x *TopNAggregationRegistryServiceUpdateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopNAggregationRegistryServiceUpdateRequest.ProtoReflect.Descriptor instead.
+func (*TopNAggregationRegistryServiceUpdateRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *TopNAggregationRegistryServiceUpdateRequest) GetTopNAggregation() *TopNAggregation {
+	if x != nil {
+		return x.TopNAggregation
+	}
+	return nil
+}
+
+type TopNAggregationRegistryServiceUpdateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopNAggregationRegistryServiceUpdateResponse) Reset() {
+	*x = TopNAggregationRegistryServiceUpdateResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopNAggregationRegistryServiceUpdateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopNAggregationRegistryServiceUpdateResponse) ProtoMessage() {}
+
+func (x *TopNAggregationRegistryServiceUpdateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopNAggregationRegistryServiceUpdateResponse.ProtoReflect.Descriptor instead.
+func (*TopNAggregationRegistryServiceUpdateResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{63}
+}
+
+type TopNAggregationRegistryServiceDeleteRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *v1.Metadata           `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopNAggregationRegistryServiceDeleteRequest) Reset() {
+	*x = TopNAggregationRegistryServiceDeleteRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopNAggregationRegistryServiceDeleteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopNAggregationRegistryServiceDeleteRequest) ProtoMessage() {}
+
+func (x *TopNAggregationRegistryServiceDeleteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopNAggregationRegistryServiceDeleteRequest.ProtoReflect.Descriptor instead.
+func (*TopNAggregationRegistryServiceDeleteRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *TopNAggregationRegistryServiceDeleteRequest) GetMetadata() *v1.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type TopNAggregationRegistryServiceDeleteResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Deleted       bool                   `protobuf:"varint,1,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopNAggregationRegistryServiceDeleteResponse) Reset() {
+	*x = TopNAggregationRegistryServiceDeleteResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopNAggregationRegistryServiceDeleteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopNAggregationRegistryServiceDeleteResponse) ProtoMessage() {}
+
+func (x *TopNAggregationRegistryServiceDeleteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopNAggregationRegistryServiceDeleteResponse.ProtoReflect.Descriptor instead.
+func (*TopNAggregationRegistryServiceDeleteResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *TopNAggregationRegistryServiceDeleteResponse) GetDeleted() bool {
+	if x != nil {
+		return x.Deleted
+	}
+	return false
+}
+
+type TopNAggregationRegistryServiceGetRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *v1.Metadata           `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopNAggregationRegistryServiceGetRequest) Reset() {
+	*x = TopNAggregationRegistryServiceGetRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopNAggregationRegistryServiceGetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopNAggregationRegistryServiceGetRequest) ProtoMessage() {}
+
+func (x *TopNAggregationRegistryServiceGetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopNAggregationRegistryServiceGetRequest.ProtoReflect.Descriptor instead.
+func (*TopNAggregationRegistryServiceGetRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *TopNAggregationRegistryServiceGetRequest) GetMetadata() *v1.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type TopNAggregationRegistryServiceGetResponse struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	TopNAggregation *TopNAggregation       `protobuf:"bytes,1,opt,name=top_n_aggregation,json=topNAggregation,proto3" json:"top_n_aggregation,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *TopNAggregationRegistryServiceGetResponse) Reset() {
+	*x = TopNAggregationRegistryServiceGetResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopNAggregationRegistryServiceGetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopNAggregationRegistryServiceGetResponse) ProtoMessage() {}
+
+func (x *TopNAggregationRegistryServiceGetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopNAggregationRegistryServiceGetResponse.ProtoReflect.Descriptor instead.
+func (*TopNAggregationRegistryServiceGetResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *TopNAggregationRegistryServiceGetResponse) GetTopNAggregation() *TopNAggregation {
+	if x != nil {
+		return x.TopNAggregation
+	}
+	return nil
+}
+
+type TopNAggregationRegistryServiceListRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopNAggregationRegistryServiceListRequest) Reset() {
+	*x = TopNAggregationRegistryServiceListRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopNAggregationRegistryServiceListRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopNAggregationRegistryServiceListRequest) ProtoMessage() {}
+
+func (x *TopNAggregationRegistryServiceListRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopNAggregationRegistryServiceListRequest.ProtoReflect.Descriptor instead.
+func (*TopNAggregationRegistryServiceListRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *TopNAggregationRegistryServiceListRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+type TopNAggregationRegistryServiceListResponse struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	TopNAggregation []*TopNAggregation     `protobuf:"bytes,1,rep,name=top_n_aggregation,json=topNAggregation,proto3" json:"top_n_aggregation,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *TopNAggregationRegistryServiceListResponse) Reset() {
+	*x = TopNAggregationRegistryServiceListResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopNAggregationRegistryServiceListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopNAggregationRegistryServiceListResponse) ProtoMessage() {}
+
+func (x *TopNAggregationRegistryServiceListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopNAggregationRegistryServiceListResponse.ProtoReflect.Descriptor instead.
+func (*TopNAggregationRegistryServiceListResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *TopNAggregationRegistryServiceListResponse) GetTopNAggregation() []*TopNAggregation {
+	if x != nil {
+		return x.TopNAggregation
+	}
+	return nil
+}
+
+type TopNAggregationRegistryServiceExistRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *v1.Metadata           `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopNAggregationRegistryServiceExistRequest) Reset() {
+	*x = TopNAggregationRegistryServiceExistRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopNAggregationRegistryServiceExistRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopNAggregationRegistryServiceExistRequest) ProtoMessage() {}
+
+func (x *TopNAggregationRegistryServiceExistRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopNAggregationRegistryServiceExistRequest.ProtoReflect.Descriptor instead.
+func (*TopNAggregationRegistryServiceExistRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *TopNAggregationRegistryServiceExistRequest) GetMetadata() *v1.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type TopNAggregationRegistryServiceExistResponse struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	HasGroup           bool                   `protobuf:"varint,1,opt,name=has_group,json=hasGroup,proto3" json:"has_group,omitempty"`
+	HasTopNAggregation bool                   `protobuf:"varint,2,opt,name=has_top_n_aggregation,json=hasTopNAggregation,proto3" json:"has_top_n_aggregation,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *TopNAggregationRegistryServiceExistResponse) Reset() {
+	*x = TopNAggregationRegistryServiceExistResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopNAggregationRegistryServiceExistResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopNAggregationRegistryServiceExistResponse) ProtoMessage() {}
+
+func (x *TopNAggregationRegistryServiceExistResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopNAggregationRegistryServiceExistResponse.ProtoReflect.Descriptor instead.
+func (*TopNAggregationRegistryServiceExistResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *TopNAggregationRegistryServiceExistResponse) GetHasGroup() bool {
+	if x != nil {
+		return x.HasGroup
+	}
+	return false
+}
+
+func (x *TopNAggregationRegistryServiceExistResponse) GetHasTopNAggregation() bool {
+	if x != nil {
+		return x.HasTopNAggregation
+	}
+	return false
+}
+
+type TraceRegistryServiceCreateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Trace         *Trace                 `protobuf:"bytes,1,opt,name=trace,proto3" json:"trace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceRegistryServiceCreateRequest) Reset() {
+	*x = TraceRegistryServiceCreateRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceRegistryServiceCreateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceRegistryServiceCreateRequest) ProtoMessage() {}
+
+func (x *TraceRegistryServiceCreateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceRegistryServiceCreateRequest.ProtoReflect.Descriptor instead.
+func (*TraceRegistryServiceCreateRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *TraceRegistryServiceCreateRequest) GetTrace() *Trace {
+	if x != nil {
+		return x.Trace
+	}
+	return nil
+}
+
+type TraceRegistryServiceCreateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ModRevision   int64                  `protobuf:"varint,1,opt,name=mod_revision,json=modRevision,proto3" json:"mod_revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceRegistryServiceCreateResponse) Reset() {
+	*x = TraceRegistryServiceCreateResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceRegistryServiceCreateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceRegistryServiceCreateResponse) ProtoMessage() {}
+
+func (x *TraceRegistryServiceCreateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceRegistryServiceCreateResponse.ProtoReflect.Descriptor instead.
+func (*TraceRegistryServiceCreateResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *TraceRegistryServiceCreateResponse) GetModRevision() int64 {
+	if x != nil {
+		return x.ModRevision
+	}
+	return 0
+}
+
+type TraceRegistryServiceUpdateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Trace         *Trace                 `protobuf:"bytes,1,opt,name=trace,proto3" json:"trace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceRegistryServiceUpdateRequest) Reset() {
+	*x = TraceRegistryServiceUpdateRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceRegistryServiceUpdateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceRegistryServiceUpdateRequest) ProtoMessage() {}
+
+func (x *TraceRegistryServiceUpdateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceRegistryServiceUpdateRequest.ProtoReflect.Descriptor instead.
+func (*TraceRegistryServiceUpdateRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *TraceRegistryServiceUpdateRequest) GetTrace() *Trace {
+	if x != nil {
+		return x.Trace
+	}
+	return nil
+}
+
+type TraceRegistryServiceUpdateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ModRevision   int64                  `protobuf:"varint,1,opt,name=mod_revision,json=modRevision,proto3" json:"mod_revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceRegistryServiceUpdateResponse) Reset() {
+	*x = TraceRegistryServiceUpdateResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceRegistryServiceUpdateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceRegistryServiceUpdateResponse) ProtoMessage() {}
+
+func (x *TraceRegistryServiceUpdateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceRegistryServiceUpdateResponse.ProtoReflect.Descriptor instead.
+func (*TraceRegistryServiceUpdateResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *TraceRegistryServiceUpdateResponse) GetModRevision() int64 {
+	if x != nil {
+		return x.ModRevision
+	}
+	return 0
+}
+
+type TraceRegistryServiceDeleteRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *v1.Metadata           `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceRegistryServiceDeleteRequest) Reset() {
+	*x = TraceRegistryServiceDeleteRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceRegistryServiceDeleteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceRegistryServiceDeleteRequest) ProtoMessage() {}
+
+func (x *TraceRegistryServiceDeleteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceRegistryServiceDeleteRequest.ProtoReflect.Descriptor instead.
+func (*TraceRegistryServiceDeleteRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *TraceRegistryServiceDeleteRequest) GetMetadata() *v1.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type TraceRegistryServiceDeleteResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Deleted       bool                   `protobuf:"varint,1,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceRegistryServiceDeleteResponse) Reset() {
+	*x = TraceRegistryServiceDeleteResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceRegistryServiceDeleteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceRegistryServiceDeleteResponse) ProtoMessage() {}
+
+func (x *TraceRegistryServiceDeleteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceRegistryServiceDeleteResponse.ProtoReflect.Descriptor instead.
+func (*TraceRegistryServiceDeleteResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *TraceRegistryServiceDeleteResponse) GetDeleted() bool {
+	if x != nil {
+		return x.Deleted
+	}
+	return false
+}
+
+type TraceRegistryServiceGetRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *v1.Metadata           `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceRegistryServiceGetRequest) Reset() {
+	*x = TraceRegistryServiceGetRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceRegistryServiceGetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceRegistryServiceGetRequest) ProtoMessage() {}
+
+func (x *TraceRegistryServiceGetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceRegistryServiceGetRequest.ProtoReflect.Descriptor instead.
+func (*TraceRegistryServiceGetRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *TraceRegistryServiceGetRequest) GetMetadata() *v1.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type TraceRegistryServiceGetResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Trace         *Trace                 `protobuf:"bytes,1,opt,name=trace,proto3" json:"trace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceRegistryServiceGetResponse) Reset() {
+	*x = TraceRegistryServiceGetResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceRegistryServiceGetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceRegistryServiceGetResponse) ProtoMessage() {}
+
+func (x *TraceRegistryServiceGetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceRegistryServiceGetResponse.ProtoReflect.Descriptor instead.
+func (*TraceRegistryServiceGetResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{79}
+}
+
+func (x *TraceRegistryServiceGetResponse) GetTrace() *Trace {
+	if x != nil {
+		return x.Trace
+	}
+	return nil
+}
+
+type TraceRegistryServiceListRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceRegistryServiceListRequest) Reset() {
+	*x = TraceRegistryServiceListRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceRegistryServiceListRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceRegistryServiceListRequest) ProtoMessage() {}
+
+func (x *TraceRegistryServiceListRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceRegistryServiceListRequest.ProtoReflect.Descriptor instead.
+func (*TraceRegistryServiceListRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *TraceRegistryServiceListRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+type TraceRegistryServiceListResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Trace         []*Trace               `protobuf:"bytes,1,rep,name=trace,proto3" json:"trace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceRegistryServiceListResponse) Reset() {
+	*x = TraceRegistryServiceListResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceRegistryServiceListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceRegistryServiceListResponse) ProtoMessage() {}
+
+func (x *TraceRegistryServiceListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceRegistryServiceListResponse.ProtoReflect.Descriptor instead.
+func (*TraceRegistryServiceListResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *TraceRegistryServiceListResponse) GetTrace() []*Trace {
+	if x != nil {
+		return x.Trace
+	}
+	return nil
+}
+
+type TraceRegistryServiceExistRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *v1.Metadata           `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceRegistryServiceExistRequest) Reset() {
+	*x = TraceRegistryServiceExistRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceRegistryServiceExistRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceRegistryServiceExistRequest) ProtoMessage() {}
+
+func (x *TraceRegistryServiceExistRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceRegistryServiceExistRequest.ProtoReflect.Descriptor instead.
+func (*TraceRegistryServiceExistRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *TraceRegistryServiceExistRequest) GetMetadata() *v1.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type TraceRegistryServiceExistResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	HasGroup      bool                   `protobuf:"varint,1,opt,name=has_group,json=hasGroup,proto3" json:"has_group,omitempty"`
+	HasTrace      bool                   `protobuf:"varint,2,opt,name=has_trace,json=hasTrace,proto3" json:"has_trace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceRegistryServiceExistResponse) Reset() {
+	*x = TraceRegistryServiceExistResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceRegistryServiceExistResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceRegistryServiceExistResponse) ProtoMessage() {}
+
+func (x *TraceRegistryServiceExistResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceRegistryServiceExistResponse.ProtoReflect.Descriptor instead.
+func (*TraceRegistryServiceExistResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *TraceRegistryServiceExistResponse) GetHasGroup() bool {
+	if x != nil {
+		return x.HasGroup
+	}
+	return false
+}
+
+func (x *TraceRegistryServiceExistResponse) GetHasTrace() bool {
+	if x != nil {
+		return x.HasTrace
+	}
+	return false
+}
+
+type PropertyRegistryServiceCreateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Property      *Property              `protobuf:"bytes,1,opt,name=property,proto3" json:"property,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PropertyRegistryServiceCreateRequest) Reset() {
+	*x = PropertyRegistryServiceCreateRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PropertyRegistryServiceCreateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PropertyRegistryServiceCreateRequest) ProtoMessage() {}
+
+func (x *PropertyRegistryServiceCreateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PropertyRegistryServiceCreateRequest.ProtoReflect.Descriptor instead.
+func (*PropertyRegistryServiceCreateRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *PropertyRegistryServiceCreateRequest) GetProperty() *Property {
+	if x != nil {
+		return x.Property
+	}
+	return nil
+}
+
+type PropertyRegistryServiceCreateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ModRevision   int64                  `protobuf:"varint,1,opt,name=mod_revision,json=modRevision,proto3" json:"mod_revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PropertyRegistryServiceCreateResponse) Reset() {
+	*x = PropertyRegistryServiceCreateResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PropertyRegistryServiceCreateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PropertyRegistryServiceCreateResponse) ProtoMessage() {}
+
+func (x *PropertyRegistryServiceCreateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PropertyRegistryServiceCreateResponse.ProtoReflect.Descriptor instead.
+func (*PropertyRegistryServiceCreateResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *PropertyRegistryServiceCreateResponse) GetModRevision() int64 {
+	if x != nil {
+		return x.ModRevision
+	}
+	return 0
+}
+
+type PropertyRegistryServiceUpdateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Property      *Property              `protobuf:"bytes,1,opt,name=property,proto3" json:"property,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PropertyRegistryServiceUpdateRequest) Reset() {
+	*x = PropertyRegistryServiceUpdateRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PropertyRegistryServiceUpdateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PropertyRegistryServiceUpdateRequest) ProtoMessage() {}
+
+func (x *PropertyRegistryServiceUpdateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PropertyRegistryServiceUpdateRequest.ProtoReflect.Descriptor instead.
+func (*PropertyRegistryServiceUpdateRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *PropertyRegistryServiceUpdateRequest) GetProperty() *Property {
+	if x != nil {
+		return x.Property
+	}
+	return nil
+}
+
+type PropertyRegistryServiceUpdateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ModRevision   int64                  `protobuf:"varint,1,opt,name=mod_revision,json=modRevision,proto3" json:"mod_revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PropertyRegistryServiceUpdateResponse) Reset() {
+	*x = PropertyRegistryServiceUpdateResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PropertyRegistryServiceUpdateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PropertyRegistryServiceUpdateResponse) ProtoMessage() {}
+
+func (x *PropertyRegistryServiceUpdateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PropertyRegistryServiceUpdateResponse.ProtoReflect.Descriptor instead.
+func (*PropertyRegistryServiceUpdateResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *PropertyRegistryServiceUpdateResponse) GetModRevision() int64 {
+	if x != nil {
+		return x.ModRevision
+	}
+	return 0
+}
+
+type PropertyRegistryServiceDeleteRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *v1.Metadata           `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PropertyRegistryServiceDeleteRequest) Reset() {
+	*x = PropertyRegistryServiceDeleteRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PropertyRegistryServiceDeleteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PropertyRegistryServiceDeleteRequest) ProtoMessage() {}
+
+func (x *PropertyRegistryServiceDeleteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PropertyRegistryServiceDeleteRequest.ProtoReflect.Descriptor instead.
+func (*PropertyRegistryServiceDeleteRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *PropertyRegistryServiceDeleteRequest) GetMetadata() *v1.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type PropertyRegistryServiceDeleteResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Deleted       bool                   `protobuf:"varint,1,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PropertyRegistryServiceDeleteResponse) Reset() {
+	*x = PropertyRegistryServiceDeleteResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PropertyRegistryServiceDeleteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PropertyRegistryServiceDeleteResponse) ProtoMessage() {}
+
+func (x *PropertyRegistryServiceDeleteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PropertyRegistryServiceDeleteResponse.ProtoReflect.Descriptor instead.
+func (*PropertyRegistryServiceDeleteResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{89}
+}
+
+func (x *PropertyRegistryServiceDeleteResponse) GetDeleted() bool {
+	if x != nil {
+		return x.Deleted
+	}
+	return false
+}
+
+type PropertyRegistryServiceGetRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *v1.Metadata           `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PropertyRegistryServiceGetRequest) Reset() {
+	*x = PropertyRegistryServiceGetRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PropertyRegistryServiceGetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PropertyRegistryServiceGetRequest) ProtoMessage() {}
+
+func (x *PropertyRegistryServiceGetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PropertyRegistryServiceGetRequest.ProtoReflect.Descriptor instead.
+func (*PropertyRegistryServiceGetRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *PropertyRegistryServiceGetRequest) GetMetadata() *v1.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type PropertyRegistryServiceGetResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Property      *Property              `protobuf:"bytes,1,opt,name=property,proto3" json:"property,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PropertyRegistryServiceGetResponse) Reset() {
+	*x = PropertyRegistryServiceGetResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PropertyRegistryServiceGetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PropertyRegistryServiceGetResponse) ProtoMessage() {}
+
+func (x *PropertyRegistryServiceGetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PropertyRegistryServiceGetResponse.ProtoReflect.Descriptor instead.
+func (*PropertyRegistryServiceGetResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{91}
+}
+
+func (x *PropertyRegistryServiceGetResponse) GetProperty() *Property {
+	if x != nil {
+		return x.Property
+	}
+	return nil
+}
+
+type PropertyRegistryServiceListRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PropertyRegistryServiceListRequest) Reset() {
+	*x = PropertyRegistryServiceListRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PropertyRegistryServiceListRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PropertyRegistryServiceListRequest) ProtoMessage() {}
+
+func (x *PropertyRegistryServiceListRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PropertyRegistryServiceListRequest.ProtoReflect.Descriptor instead.
+func (*PropertyRegistryServiceListRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{92}
+}
+
+func (x *PropertyRegistryServiceListRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+type PropertyRegistryServiceListResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Properties    []*Property            `protobuf:"bytes,1,rep,name=properties,proto3" json:"properties,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PropertyRegistryServiceListResponse) Reset() {
+	*x = PropertyRegistryServiceListResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PropertyRegistryServiceListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PropertyRegistryServiceListResponse) ProtoMessage() {}
+
+func (x *PropertyRegistryServiceListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PropertyRegistryServiceListResponse.ProtoReflect.Descriptor instead.
+func (*PropertyRegistryServiceListResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *PropertyRegistryServiceListResponse) GetProperties() []*Property {
+	if x != nil {
+		return x.Properties
+	}
+	return nil
+}
+
+type PropertyRegistryServiceExistRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *v1.Metadata           `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PropertyRegistryServiceExistRequest) Reset() {
+	*x = PropertyRegistryServiceExistRequest{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[94]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PropertyRegistryServiceExistRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PropertyRegistryServiceExistRequest) ProtoMessage() {}
+
+func (x *PropertyRegistryServiceExistRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[94]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PropertyRegistryServiceExistRequest.ProtoReflect.Descriptor instead.
+func (*PropertyRegistryServiceExistRequest) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{94}
+}
+
+func (x *PropertyRegistryServiceExistRequest) GetMetadata() *v1.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type PropertyRegistryServiceExistResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	HasGroup      bool                   `protobuf:"varint,1,opt,name=has_group,json=hasGroup,proto3" json:"has_group,omitempty"`
+	HasProperty   bool                   `protobuf:"varint,2,opt,name=has_property,json=hasProperty,proto3" json:"has_property,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PropertyRegistryServiceExistResponse) Reset() {
+	*x = PropertyRegistryServiceExistResponse{}
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[95]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PropertyRegistryServiceExistResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PropertyRegistryServiceExistResponse) ProtoMessage() {}
+
+func (x *PropertyRegistryServiceExistResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_rpc_proto_msgTypes[95]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PropertyRegistryServiceExistResponse.ProtoReflect.Descriptor instead.
+func (*PropertyRegistryServiceExistResponse) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_rpc_proto_rawDescGZIP(), []int{95}
+}
+
+func (x *PropertyRegistryServiceExistResponse) GetHasGroup() bool {
+	if x != nil {
+		return x.HasGroup
+	}
+	return false
+}
+
+func (x *PropertyRegistryServiceExistResponse) GetHasProperty() bool {
+	if x != nil {
+		return x.HasProperty
+	}
+	return false
+}
+
 var File_banyandb_database_v1_rpc_proto protoreflect.FileDescriptor
 
 const file_banyandb_database_v1_rpc_proto_rawDesc = "" +
@@ -1708,7 +4340,132 @@ const file_banyandb_database_v1_rpc_proto_rawDesc = "" +
 	"#MeasureRegistryServiceExistResponse\x12\x1b\n" +
 	"\thas_group\x18\x01 \x01(\bR\bhasGroup\x12\x1f\n" +
 	"\vhas_measure\x18\x02 \x01(\bR\n" +
-	"hasMeasure2\xf2\x05\n" +
+	"hasMeasure\"g\n" +
+	"%IndexRuleRegistryServiceCreateRequest\x12>\n" +
+	"\n" +
+	"index_rule\x18\x01 \x01(\v2\x1f.banyandb.database.v1.IndexRuleR\tindexRule\"(\n" +
+	"&IndexRuleRegistryServiceCreateResponse\"g\n" +
+	"%IndexRuleRegistryServiceUpdateRequest\x12>\n" +
+	"\n" +
+	"index_rule\x18\x01 \x01(\v2\x1f.banyandb.database.v1.IndexRuleR\tindexRule\"(\n" +
+	"&IndexRuleRegistryServiceUpdateResponse\"a\n" +
+	"%IndexRuleRegistryServiceDeleteRequest\x128\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1c.banyandb.common.v1.MetadataR\bmetadata\"B\n" +
+	"&IndexRuleRegistryServiceDeleteResponse\x12\x18\n" +
+	"\adeleted\x18\x01 \x01(\bR\adeleted\"^\n" +
+	"\"IndexRuleRegistryServiceGetRequest\x128\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1c.banyandb.common.v1.MetadataR\bmetadata\"e\n" +
+	"#IndexRuleRegistryServiceGetResponse\x12>\n" +
+	"\n" +
+	"index_rule\x18\x01 \x01(\v2\x1f.banyandb.database.v1.IndexRuleR\tindexRule\";\n" +
+	"#IndexRuleRegistryServiceListRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\"f\n" +
+	"$IndexRuleRegistryServiceListResponse\x12>\n" +
+	"\n" +
+	"index_rule\x18\x01 \x03(\v2\x1f.banyandb.database.v1.IndexRuleR\tindexRule\"`\n" +
+	"$IndexRuleRegistryServiceExistRequest\x128\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1c.banyandb.common.v1.MetadataR\bmetadata\"j\n" +
+	"%IndexRuleRegistryServiceExistResponse\x12\x1b\n" +
+	"\thas_group\x18\x01 \x01(\bR\bhasGroup\x12$\n" +
+	"\x0ehas_index_rule\x18\x02 \x01(\bR\fhasIndexRule\"\x84\x01\n" +
+	",IndexRuleBindingRegistryServiceCreateRequest\x12T\n" +
+	"\x12index_rule_binding\x18\x01 \x01(\v2&.banyandb.database.v1.IndexRuleBindingR\x10indexRuleBinding\"/\n" +
+	"-IndexRuleBindingRegistryServiceCreateResponse\"\x84\x01\n" +
+	",IndexRuleBindingRegistryServiceUpdateRequest\x12T\n" +
+	"\x12index_rule_binding\x18\x01 \x01(\v2&.banyandb.database.v1.IndexRuleBindingR\x10indexRuleBinding\"/\n" +
+	"-IndexRuleBindingRegistryServiceUpdateResponse\"h\n" +
+	",IndexRuleBindingRegistryServiceDeleteRequest\x128\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1c.banyandb.common.v1.MetadataR\bmetadata\"I\n" +
+	"-IndexRuleBindingRegistryServiceDeleteResponse\x12\x18\n" +
+	"\adeleted\x18\x01 \x01(\bR\adeleted\"e\n" +
+	")IndexRuleBindingRegistryServiceGetRequest\x128\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1c.banyandb.common.v1.MetadataR\bmetadata\"\x82\x01\n" +
+	"*IndexRuleBindingRegistryServiceGetResponse\x12T\n" +
+	"\x12index_rule_binding\x18\x01 \x01(\v2&.banyandb.database.v1.IndexRuleBindingR\x10indexRuleBinding\"B\n" +
+	"*IndexRuleBindingRegistryServiceListRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\"\x83\x01\n" +
+	"+IndexRuleBindingRegistryServiceListResponse\x12T\n" +
+	"\x12index_rule_binding\x18\x01 \x03(\v2&.banyandb.database.v1.IndexRuleBindingR\x10indexRuleBinding\"g\n" +
+	"+IndexRuleBindingRegistryServiceExistRequest\x128\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1c.banyandb.common.v1.MetadataR\bmetadata\"\x80\x01\n" +
+	",IndexRuleBindingRegistryServiceExistResponse\x12\x1b\n" +
+	"\thas_group\x18\x01 \x01(\bR\bhasGroup\x123\n" +
+	"\x16has_index_rule_binding\x18\x02 \x01(\bR\x13hasIndexRuleBinding\"\x80\x01\n" +
+	"+TopNAggregationRegistryServiceCreateRequest\x12Q\n" +
+	"\x11top_n_aggregation\x18\x01 \x01(\v2%.banyandb.database.v1.TopNAggregationR\x0ftopNAggregation\".\n" +
+	",TopNAggregationRegistryServiceCreateResponse\"\x80\x01\n" +
+	"+TopNAggregationRegistryServiceUpdateRequest\x12Q\n" +
+	"\x11top_n_aggregation\x18\x01 \x01(\v2%.banyandb.database.v1.TopNAggregationR\x0ftopNAggregation\".\n" +
+	",TopNAggregationRegistryServiceUpdateResponse\"g\n" +
+	"+TopNAggregationRegistryServiceDeleteRequest\x128\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1c.banyandb.common.v1.MetadataR\bmetadata\"H\n" +
+	",TopNAggregationRegistryServiceDeleteResponse\x12\x18\n" +
+	"\adeleted\x18\x01 \x01(\bR\adeleted\"d\n" +
+	"(TopNAggregationRegistryServiceGetRequest\x128\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1c.banyandb.common.v1.MetadataR\bmetadata\"~\n" +
+	")TopNAggregationRegistryServiceGetResponse\x12Q\n" +
+	"\x11top_n_aggregation\x18\x01 \x01(\v2%.banyandb.database.v1.TopNAggregationR\x0ftopNAggregation\"A\n" +
+	")TopNAggregationRegistryServiceListRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\"\x7f\n" +
+	"*TopNAggregationRegistryServiceListResponse\x12Q\n" +
+	"\x11top_n_aggregation\x18\x01 \x03(\v2%.banyandb.database.v1.TopNAggregationR\x0ftopNAggregation\"f\n" +
+	"*TopNAggregationRegistryServiceExistRequest\x128\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1c.banyandb.common.v1.MetadataR\bmetadata\"}\n" +
+	"+TopNAggregationRegistryServiceExistResponse\x12\x1b\n" +
+	"\thas_group\x18\x01 \x01(\bR\bhasGroup\x121\n" +
+	"\x15has_top_n_aggregation\x18\x02 \x01(\bR\x12hasTopNAggregation\"V\n" +
+	"!TraceRegistryServiceCreateRequest\x121\n" +
+	"\x05trace\x18\x01 \x01(\v2\x1b.banyandb.database.v1.TraceR\x05trace\"G\n" +
+	"\"TraceRegistryServiceCreateResponse\x12!\n" +
+	"\fmod_revision\x18\x01 \x01(\x03R\vmodRevision\"V\n" +
+	"!TraceRegistryServiceUpdateRequest\x121\n" +
+	"\x05trace\x18\x01 \x01(\v2\x1b.banyandb.database.v1.TraceR\x05trace\"G\n" +
+	"\"TraceRegistryServiceUpdateResponse\x12!\n" +
+	"\fmod_revision\x18\x01 \x01(\x03R\vmodRevision\"]\n" +
+	"!TraceRegistryServiceDeleteRequest\x128\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1c.banyandb.common.v1.MetadataR\bmetadata\">\n" +
+	"\"TraceRegistryServiceDeleteResponse\x12\x18\n" +
+	"\adeleted\x18\x01 \x01(\bR\adeleted\"Z\n" +
+	"\x1eTraceRegistryServiceGetRequest\x128\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1c.banyandb.common.v1.MetadataR\bmetadata\"T\n" +
+	"\x1fTraceRegistryServiceGetResponse\x121\n" +
+	"\x05trace\x18\x01 \x01(\v2\x1b.banyandb.database.v1.TraceR\x05trace\"7\n" +
+	"\x1fTraceRegistryServiceListRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\"U\n" +
+	" TraceRegistryServiceListResponse\x121\n" +
+	"\x05trace\x18\x01 \x03(\v2\x1b.banyandb.database.v1.TraceR\x05trace\"\\\n" +
+	" TraceRegistryServiceExistRequest\x128\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1c.banyandb.common.v1.MetadataR\bmetadata\"]\n" +
+	"!TraceRegistryServiceExistResponse\x12\x1b\n" +
+	"\thas_group\x18\x01 \x01(\bR\bhasGroup\x12\x1b\n" +
+	"\thas_trace\x18\x02 \x01(\bR\bhasTrace\"b\n" +
+	"$PropertyRegistryServiceCreateRequest\x12:\n" +
+	"\bproperty\x18\x01 \x01(\v2\x1e.banyandb.database.v1.PropertyR\bproperty\"J\n" +
+	"%PropertyRegistryServiceCreateResponse\x12!\n" +
+	"\fmod_revision\x18\x01 \x01(\x03R\vmodRevision\"b\n" +
+	"$PropertyRegistryServiceUpdateRequest\x12:\n" +
+	"\bproperty\x18\x01 \x01(\v2\x1e.banyandb.database.v1.PropertyR\bproperty\"J\n" +
+	"%PropertyRegistryServiceUpdateResponse\x12!\n" +
+	"\fmod_revision\x18\x01 \x01(\x03R\vmodRevision\"`\n" +
+	"$PropertyRegistryServiceDeleteRequest\x128\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1c.banyandb.common.v1.MetadataR\bmetadata\"A\n" +
+	"%PropertyRegistryServiceDeleteResponse\x12\x18\n" +
+	"\adeleted\x18\x01 \x01(\bR\adeleted\"]\n" +
+	"!PropertyRegistryServiceGetRequest\x128\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1c.banyandb.common.v1.MetadataR\bmetadata\"`\n" +
+	"\"PropertyRegistryServiceGetResponse\x12:\n" +
+	"\bproperty\x18\x01 \x01(\v2\x1e.banyandb.database.v1.PropertyR\bproperty\":\n" +
+	"\"PropertyRegistryServiceListRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\"e\n" +
+	"#PropertyRegistryServiceListResponse\x12>\n" +
+	"\n" +
+	"properties\x18\x01 \x03(\v2\x1e.banyandb.database.v1.PropertyR\n" +
+	"properties\"_\n" +
+	"#PropertyRegistryServiceExistRequest\x128\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1c.banyandb.common.v1.MetadataR\bmetadata\"f\n" +
+	"$PropertyRegistryServiceExistResponse\x12\x1b\n" +
+	"\thas_group\x18\x01 \x01(\bR\bhasGroup\x12!\n" +
+	"\fhas_property\x18\x02 \x01(\bR\vhasProperty2\xf2\x05\n" +
 	"\x14GroupRegistryService\x12{\n" +
 	"\x06Create\x127.banyandb.database.v1.GroupRegistryServiceCreateRequest\x1a8.banyandb.database.v1.GroupRegistryServiceCreateResponse\x12{\n" +
 	"\x06Update\x127.banyandb.database.v1.GroupRegistryServiceUpdateRequest\x1a8.banyandb.database.v1.GroupRegistryServiceUpdateResponse\x12{\n" +
@@ -1729,7 +4486,42 @@ const file_banyandb_database_v1_rpc_proto_rawDesc = "" +
 	"\x06Delete\x129.banyandb.database.v1.MeasureRegistryServiceDeleteRequest\x1a:.banyandb.database.v1.MeasureRegistryServiceDeleteResponse\x12v\n" +
 	"\x03Get\x126.banyandb.database.v1.MeasureRegistryServiceGetRequest\x1a7.banyandb.database.v1.MeasureRegistryServiceGetResponse\x12y\n" +
 	"\x04List\x127.banyandb.database.v1.MeasureRegistryServiceListRequest\x1a8.banyandb.database.v1.MeasureRegistryServiceListResponse\x12|\n" +
-	"\x05Exist\x128.banyandb.database.v1.MeasureRegistryServiceExistRequest\x1a9.banyandb.database.v1.MeasureRegistryServiceExistResponseB>Z<github.com/banyand-io/banyand/api/proto/banyandb/database/v1b\x06proto3"
+	"\x05Exist\x128.banyandb.database.v1.MeasureRegistryServiceExistRequest\x1a9.banyandb.database.v1.MeasureRegistryServiceExistResponse2\xaa\x06\n" +
+	"\x18IndexRuleRegistryService\x12\x83\x01\n" +
+	"\x06Create\x12;.banyandb.database.v1.IndexRuleRegistryServiceCreateRequest\x1a<.banyandb.database.v1.IndexRuleRegistryServiceCreateResponse\x12\x83\x01\n" +
+	"\x06Update\x12;.banyandb.database.v1.IndexRuleRegistryServiceUpdateRequest\x1a<.banyandb.database.v1.IndexRuleRegistryServiceUpdateResponse\x12\x83\x01\n" +
+	"\x06Delete\x12;.banyandb.database.v1.IndexRuleRegistryServiceDeleteRequest\x1a<.banyandb.database.v1.IndexRuleRegistryServiceDeleteResponse\x12z\n" +
+	"\x03Get\x128.banyandb.database.v1.IndexRuleRegistryServiceGetRequest\x1a9.banyandb.database.v1.IndexRuleRegistryServiceGetResponse\x12}\n" +
+	"\x04List\x129.banyandb.database.v1.IndexRuleRegistryServiceListRequest\x1a:.banyandb.database.v1.IndexRuleRegistryServiceListResponse\x12\x80\x01\n" +
+	"\x05Exist\x12:.banyandb.database.v1.IndexRuleRegistryServiceExistRequest\x1a;.banyandb.database.v1.IndexRuleRegistryServiceExistResponse2\x87\a\n" +
+	"\x1fIndexRuleBindingRegistryService\x12\x91\x01\n" +
+	"\x06Create\x12B.banyandb.database.v1.IndexRuleBindingRegistryServiceCreateRequest\x1aC.banyandb.database.v1.IndexRuleBindingRegistryServiceCreateResponse\x12\x91\x01\n" +
+	"\x06Update\x12B.banyandb.database.v1.IndexRuleBindingRegistryServiceUpdateRequest\x1aC.banyandb.database.v1.IndexRuleBindingRegistryServiceUpdateResponse\x12\x91\x01\n" +
+	"\x06Delete\x12B.banyandb.database.v1.IndexRuleBindingRegistryServiceDeleteRequest\x1aC.banyandb.database.v1.IndexRuleBindingRegistryServiceDeleteResponse\x12\x88\x01\n" +
+	"\x03Get\x12?.banyandb.database.v1.IndexRuleBindingRegistryServiceGetRequest\x1a@.banyandb.database.v1.IndexRuleBindingRegistryServiceGetResponse\x12\x8b\x01\n" +
+	"\x04List\x12@.banyandb.database.v1.IndexRuleBindingRegistryServiceListRequest\x1aA.banyandb.database.v1.IndexRuleBindingRegistryServiceListResponse\x12\x8e\x01\n" +
+	"\x05Exist\x12A.banyandb.database.v1.IndexRuleBindingRegistryServiceExistRequest\x1aB.banyandb.database.v1.IndexRuleBindingRegistryServiceExistResponse2\xfa\x06\n" +
+	"\x1eTopNAggregationRegistryService\x12\x8f\x01\n" +
+	"\x06Create\x12A.banyandb.database.v1.TopNAggregationRegistryServiceCreateRequest\x1aB.banyandb.database.v1.TopNAggregationRegistryServiceCreateResponse\x12\x8f\x01\n" +
+	"\x06Update\x12A.banyandb.database.v1.TopNAggregationRegistryServiceUpdateRequest\x1aB.banyandb.database.v1.TopNAggregationRegistryServiceUpdateResponse\x12\x8f\x01\n" +
+	"\x06Delete\x12A.banyandb.database.v1.TopNAggregationRegistryServiceDeleteRequest\x1aB.banyandb.database.v1.TopNAggregationRegistryServiceDeleteResponse\x12\x86\x01\n" +
+	"\x03Get\x12>.banyandb.database.v1.TopNAggregationRegistryServiceGetRequest\x1a?.banyandb.database.v1.TopNAggregationRegistryServiceGetResponse\x12\x89\x01\n" +
+	"\x04List\x12?.banyandb.database.v1.TopNAggregationRegistryServiceListRequest\x1a@.banyandb.database.v1.TopNAggregationRegistryServiceListResponse\x12\x8c\x01\n" +
+	"\x05Exist\x12@.banyandb.database.v1.TopNAggregationRegistryServiceExistRequest\x1aA.banyandb.database.v1.TopNAggregationRegistryServiceExistResponse2\xf2\x05\n" +
+	"\x14TraceRegistryService\x12{\n" +
+	"\x06Create\x127.banyandb.database.v1.TraceRegistryServiceCreateRequest\x1a8.banyandb.database.v1.TraceRegistryServiceCreateResponse\x12{\n" +
+	"\x06Update\x127.banyandb.database.v1.TraceRegistryServiceUpdateRequest\x1a8.banyandb.database.v1.TraceRegistryServiceUpdateResponse\x12{\n" +
+	"\x06Delete\x127.banyandb.database.v1.TraceRegistryServiceDeleteRequest\x1a8.banyandb.database.v1.TraceRegistryServiceDeleteResponse\x12r\n" +
+	"\x03Get\x124.banyandb.database.v1.TraceRegistryServiceGetRequest\x1a5.banyandb.database.v1.TraceRegistryServiceGetResponse\x12u\n" +
+	"\x04List\x125.banyandb.database.v1.TraceRegistryServiceListRequest\x1a6.banyandb.database.v1.TraceRegistryServiceListResponse\x12x\n" +
+	"\x05Exist\x126.banyandb.database.v1.TraceRegistryServiceExistRequest\x1a7.banyandb.database.v1.TraceRegistryServiceExistResponse2\x9c\x06\n" +
+	"\x17PropertyRegistryService\x12\x81\x01\n" +
+	"\x06Create\x12:.banyandb.database.v1.PropertyRegistryServiceCreateRequest\x1a;.banyandb.database.v1.PropertyRegistryServiceCreateResponse\x12\x81\x01\n" +
+	"\x06Update\x12:.banyandb.database.v1.PropertyRegistryServiceUpdateRequest\x1a;.banyandb.database.v1.PropertyRegistryServiceUpdateResponse\x12\x81\x01\n" +
+	"\x06Delete\x12:.banyandb.database.v1.PropertyRegistryServiceDeleteRequest\x1a;.banyandb.database.v1.PropertyRegistryServiceDeleteResponse\x12x\n" +
+	"\x03Get\x127.banyandb.database.v1.PropertyRegistryServiceGetRequest\x1a8.banyandb.database.v1.PropertyRegistryServiceGetResponse\x12{\n" +
+	"\x04List\x128.banyandb.database.v1.PropertyRegistryServiceListRequest\x1a9.banyandb.database.v1.PropertyRegistryServiceListResponse\x12~\n" +
+	"\x05Exist\x129.banyandb.database.v1.PropertyRegistryServiceExistRequest\x1a:.banyandb.database.v1.PropertyRegistryServiceExistResponseB>Z<github.com/banyand-io/banyand/api/proto/banyandb/database/v1b\x06proto3"
 
 var (
 	file_banyandb_database_v1_rpc_proto_rawDescOnce sync.Once
@@ -1743,111 +4535,271 @@ func file_banyandb_database_v1_rpc_proto_rawDescGZIP() []byte {
 	return file_banyandb_database_v1_rpc_proto_rawDescData
 }
 
-var file_banyandb_database_v1_rpc_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_banyandb_database_v1_rpc_proto_msgTypes = make([]protoimpl.MessageInfo, 96)
 var file_banyandb_database_v1_rpc_proto_goTypes = []any{
-	(*GroupRegistryServiceCreateRequest)(nil),    // 0: banyandb.database.v1.GroupRegistryServiceCreateRequest
-	(*GroupRegistryServiceCreateResponse)(nil),   // 1: banyandb.database.v1.GroupRegistryServiceCreateResponse
-	(*GroupRegistryServiceUpdateRequest)(nil),    // 2: banyandb.database.v1.GroupRegistryServiceUpdateRequest
-	(*GroupRegistryServiceUpdateResponse)(nil),   // 3: banyandb.database.v1.GroupRegistryServiceUpdateResponse
-	(*GroupRegistryServiceDeleteRequest)(nil),    // 4: banyandb.database.v1.GroupRegistryServiceDeleteRequest
-	(*GroupRegistryServiceDeleteResponse)(nil),   // 5: banyandb.database.v1.GroupRegistryServiceDeleteResponse
-	(*GroupRegistryServiceGetRequest)(nil),       // 6: banyandb.database.v1.GroupRegistryServiceGetRequest
-	(*GroupRegistryServiceGetResponse)(nil),      // 7: banyandb.database.v1.GroupRegistryServiceGetResponse
-	(*GroupRegistryServiceListRequest)(nil),      // 8: banyandb.database.v1.GroupRegistryServiceListRequest
-	(*GroupRegistryServiceListResponse)(nil),     // 9: banyandb.database.v1.GroupRegistryServiceListResponse
-	(*GroupRegistryServiceExistRequest)(nil),     // 10: banyandb.database.v1.GroupRegistryServiceExistRequest
-	(*GroupRegistryServiceExistResponse)(nil),    // 11: banyandb.database.v1.GroupRegistryServiceExistResponse
-	(*StreamRegistryServiceCreateRequest)(nil),   // 12: banyandb.database.v1.StreamRegistryServiceCreateRequest
-	(*StreamRegistryServiceCreateResponse)(nil),  // 13: banyandb.database.v1.StreamRegistryServiceCreateResponse
-	(*StreamRegistryServiceUpdateRequest)(nil),   // 14: banyandb.database.v1.StreamRegistryServiceUpdateRequest
-	(*StreamRegistryServiceUpdateResponse)(nil),  // 15: banyandb.database.v1.StreamRegistryServiceUpdateResponse
-	(*StreamRegistryServiceDeleteRequest)(nil),   // 16: banyandb.database.v1.StreamRegistryServiceDeleteRequest
-	(*StreamRegistryServiceDeleteResponse)(nil),  // 17: banyandb.database.v1.StreamRegistryServiceDeleteResponse
-	(*StreamRegistryServiceGetRequest)(nil),      // 18: banyandb.database.v1.StreamRegistryServiceGetRequest
-	(*StreamRegistryServiceGetResponse)(nil),     // 19: banyandb.database.v1.StreamRegistryServiceGetResponse
-	(*StreamRegistryServiceListRequest)(nil),     // 20: banyandb.database.v1.StreamRegistryServiceListRequest
-	(*StreamRegistryServiceListResponse)(nil),    // 21: banyandb.database.v1.StreamRegistryServiceListResponse
-	(*StreamRegistryServiceExistRequest)(nil),    // 22: banyandb.database.v1.StreamRegistryServiceExistRequest
-	(*StreamRegistryServiceExistResponse)(nil),   // 23: banyandb.database.v1.StreamRegistryServiceExistResponse
-	(*MeasureRegistryServiceCreateRequest)(nil),  // 24: banyandb.database.v1.MeasureRegistryServiceCreateRequest
-	(*MeasureRegistryServiceCreateResponse)(nil), // 25: banyandb.database.v1.MeasureRegistryServiceCreateResponse
-	(*MeasureRegistryServiceUpdateRequest)(nil),  // 26: banyandb.database.v1.MeasureRegistryServiceUpdateRequest
-	(*MeasureRegistryServiceUpdateResponse)(nil), // 27: banyandb.database.v1.MeasureRegistryServiceUpdateResponse
-	(*MeasureRegistryServiceDeleteRequest)(nil),  // 28: banyandb.database.v1.MeasureRegistryServiceDeleteRequest
-	(*MeasureRegistryServiceDeleteResponse)(nil), // 29: banyandb.database.v1.MeasureRegistryServiceDeleteResponse
-	(*MeasureRegistryServiceGetRequest)(nil),     // 30: banyandb.database.v1.MeasureRegistryServiceGetRequest
-	(*MeasureRegistryServiceGetResponse)(nil),    // 31: banyandb.database.v1.MeasureRegistryServiceGetResponse
-	(*MeasureRegistryServiceListRequest)(nil),    // 32: banyandb.database.v1.MeasureRegistryServiceListRequest
-	(*MeasureRegistryServiceListResponse)(nil),   // 33: banyandb.database.v1.MeasureRegistryServiceListResponse
-	(*MeasureRegistryServiceExistRequest)(nil),   // 34: banyandb.database.v1.MeasureRegistryServiceExistRequest
-	(*MeasureRegistryServiceExistResponse)(nil),  // 35: banyandb.database.v1.MeasureRegistryServiceExistResponse
-	(*v1.Group)(nil),    // 36: banyandb.common.v1.Group
-	(*SchemaInfo)(nil),  // 37: banyandb.database.v1.SchemaInfo
-	(*Stream)(nil),      // 38: banyandb.database.v1.Stream
-	(*v1.Metadata)(nil), // 39: banyandb.common.v1.Metadata
-	(*Measure)(nil),     // 40: banyandb.database.v1.Measure
+	(*GroupRegistryServiceCreateRequest)(nil),             // 0: banyandb.database.v1.GroupRegistryServiceCreateRequest
+	(*GroupRegistryServiceCreateResponse)(nil),            // 1: banyandb.database.v1.GroupRegistryServiceCreateResponse
+	(*GroupRegistryServiceUpdateRequest)(nil),             // 2: banyandb.database.v1.GroupRegistryServiceUpdateRequest
+	(*GroupRegistryServiceUpdateResponse)(nil),            // 3: banyandb.database.v1.GroupRegistryServiceUpdateResponse
+	(*GroupRegistryServiceDeleteRequest)(nil),             // 4: banyandb.database.v1.GroupRegistryServiceDeleteRequest
+	(*GroupRegistryServiceDeleteResponse)(nil),            // 5: banyandb.database.v1.GroupRegistryServiceDeleteResponse
+	(*GroupRegistryServiceGetRequest)(nil),                // 6: banyandb.database.v1.GroupRegistryServiceGetRequest
+	(*GroupRegistryServiceGetResponse)(nil),               // 7: banyandb.database.v1.GroupRegistryServiceGetResponse
+	(*GroupRegistryServiceListRequest)(nil),               // 8: banyandb.database.v1.GroupRegistryServiceListRequest
+	(*GroupRegistryServiceListResponse)(nil),              // 9: banyandb.database.v1.GroupRegistryServiceListResponse
+	(*GroupRegistryServiceExistRequest)(nil),              // 10: banyandb.database.v1.GroupRegistryServiceExistRequest
+	(*GroupRegistryServiceExistResponse)(nil),             // 11: banyandb.database.v1.GroupRegistryServiceExistResponse
+	(*StreamRegistryServiceCreateRequest)(nil),            // 12: banyandb.database.v1.StreamRegistryServiceCreateRequest
+	(*StreamRegistryServiceCreateResponse)(nil),           // 13: banyandb.database.v1.StreamRegistryServiceCreateResponse
+	(*StreamRegistryServiceUpdateRequest)(nil),            // 14: banyandb.database.v1.StreamRegistryServiceUpdateRequest
+	(*StreamRegistryServiceUpdateResponse)(nil),           // 15: banyandb.database.v1.StreamRegistryServiceUpdateResponse
+	(*StreamRegistryServiceDeleteRequest)(nil),            // 16: banyandb.database.v1.StreamRegistryServiceDeleteRequest
+	(*StreamRegistryServiceDeleteResponse)(nil),           // 17: banyandb.database.v1.StreamRegistryServiceDeleteResponse
+	(*StreamRegistryServiceGetRequest)(nil),               // 18: banyandb.database.v1.StreamRegistryServiceGetRequest
+	(*StreamRegistryServiceGetResponse)(nil),              // 19: banyandb.database.v1.StreamRegistryServiceGetResponse
+	(*StreamRegistryServiceListRequest)(nil),              // 20: banyandb.database.v1.StreamRegistryServiceListRequest
+	(*StreamRegistryServiceListResponse)(nil),             // 21: banyandb.database.v1.StreamRegistryServiceListResponse
+	(*StreamRegistryServiceExistRequest)(nil),             // 22: banyandb.database.v1.StreamRegistryServiceExistRequest
+	(*StreamRegistryServiceExistResponse)(nil),            // 23: banyandb.database.v1.StreamRegistryServiceExistResponse
+	(*MeasureRegistryServiceCreateRequest)(nil),           // 24: banyandb.database.v1.MeasureRegistryServiceCreateRequest
+	(*MeasureRegistryServiceCreateResponse)(nil),          // 25: banyandb.database.v1.MeasureRegistryServiceCreateResponse
+	(*MeasureRegistryServiceUpdateRequest)(nil),           // 26: banyandb.database.v1.MeasureRegistryServiceUpdateRequest
+	(*MeasureRegistryServiceUpdateResponse)(nil),          // 27: banyandb.database.v1.MeasureRegistryServiceUpdateResponse
+	(*MeasureRegistryServiceDeleteRequest)(nil),           // 28: banyandb.database.v1.MeasureRegistryServiceDeleteRequest
+	(*MeasureRegistryServiceDeleteResponse)(nil),          // 29: banyandb.database.v1.MeasureRegistryServiceDeleteResponse
+	(*MeasureRegistryServiceGetRequest)(nil),              // 30: banyandb.database.v1.MeasureRegistryServiceGetRequest
+	(*MeasureRegistryServiceGetResponse)(nil),             // 31: banyandb.database.v1.MeasureRegistryServiceGetResponse
+	(*MeasureRegistryServiceListRequest)(nil),             // 32: banyandb.database.v1.MeasureRegistryServiceListRequest
+	(*MeasureRegistryServiceListResponse)(nil),            // 33: banyandb.database.v1.MeasureRegistryServiceListResponse
+	(*MeasureRegistryServiceExistRequest)(nil),            // 34: banyandb.database.v1.MeasureRegistryServiceExistRequest
+	(*MeasureRegistryServiceExistResponse)(nil),           // 35: banyandb.database.v1.MeasureRegistryServiceExistResponse
+	(*IndexRuleRegistryServiceCreateRequest)(nil),         // 36: banyandb.database.v1.IndexRuleRegistryServiceCreateRequest
+	(*IndexRuleRegistryServiceCreateResponse)(nil),        // 37: banyandb.database.v1.IndexRuleRegistryServiceCreateResponse
+	(*IndexRuleRegistryServiceUpdateRequest)(nil),         // 38: banyandb.database.v1.IndexRuleRegistryServiceUpdateRequest
+	(*IndexRuleRegistryServiceUpdateResponse)(nil),        // 39: banyandb.database.v1.IndexRuleRegistryServiceUpdateResponse
+	(*IndexRuleRegistryServiceDeleteRequest)(nil),         // 40: banyandb.database.v1.IndexRuleRegistryServiceDeleteRequest
+	(*IndexRuleRegistryServiceDeleteResponse)(nil),        // 41: banyandb.database.v1.IndexRuleRegistryServiceDeleteResponse
+	(*IndexRuleRegistryServiceGetRequest)(nil),            // 42: banyandb.database.v1.IndexRuleRegistryServiceGetRequest
+	(*IndexRuleRegistryServiceGetResponse)(nil),           // 43: banyandb.database.v1.IndexRuleRegistryServiceGetResponse
+	(*IndexRuleRegistryServiceListRequest)(nil),           // 44: banyandb.database.v1.IndexRuleRegistryServiceListRequest
+	(*IndexRuleRegistryServiceListResponse)(nil),          // 45: banyandb.database.v1.IndexRuleRegistryServiceListResponse
+	(*IndexRuleRegistryServiceExistRequest)(nil),          // 46: banyandb.database.v1.IndexRuleRegistryServiceExistRequest
+	(*IndexRuleRegistryServiceExistResponse)(nil),         // 47: banyandb.database.v1.IndexRuleRegistryServiceExistResponse
+	(*IndexRuleBindingRegistryServiceCreateRequest)(nil),  // 48: banyandb.database.v1.IndexRuleBindingRegistryServiceCreateRequest
+	(*IndexRuleBindingRegistryServiceCreateResponse)(nil), // 49: banyandb.database.v1.IndexRuleBindingRegistryServiceCreateResponse
+	(*IndexRuleBindingRegistryServiceUpdateRequest)(nil),  // 50: banyandb.database.v1.IndexRuleBindingRegistryServiceUpdateRequest
+	(*IndexRuleBindingRegistryServiceUpdateResponse)(nil), // 51: banyandb.database.v1.IndexRuleBindingRegistryServiceUpdateResponse
+	(*IndexRuleBindingRegistryServiceDeleteRequest)(nil),  // 52: banyandb.database.v1.IndexRuleBindingRegistryServiceDeleteRequest
+	(*IndexRuleBindingRegistryServiceDeleteResponse)(nil), // 53: banyandb.database.v1.IndexRuleBindingRegistryServiceDeleteResponse
+	(*IndexRuleBindingRegistryServiceGetRequest)(nil),     // 54: banyandb.database.v1.IndexRuleBindingRegistryServiceGetRequest
+	(*IndexRuleBindingRegistryServiceGetResponse)(nil),    // 55: banyandb.database.v1.IndexRuleBindingRegistryServiceGetResponse
+	(*IndexRuleBindingRegistryServiceListRequest)(nil),    // 56: banyandb.database.v1.IndexRuleBindingRegistryServiceListRequest
+	(*IndexRuleBindingRegistryServiceListResponse)(nil),   // 57: banyandb.database.v1.IndexRuleBindingRegistryServiceListResponse
+	(*IndexRuleBindingRegistryServiceExistRequest)(nil),   // 58: banyandb.database.v1.IndexRuleBindingRegistryServiceExistRequest
+	(*IndexRuleBindingRegistryServiceExistResponse)(nil),  // 59: banyandb.database.v1.IndexRuleBindingRegistryServiceExistResponse
+	(*TopNAggregationRegistryServiceCreateRequest)(nil),   // 60: banyandb.database.v1.TopNAggregationRegistryServiceCreateRequest
+	(*TopNAggregationRegistryServiceCreateResponse)(nil),  // 61: banyandb.database.v1.TopNAggregationRegistryServiceCreateResponse
+	(*TopNAggregationRegistryServiceUpdateRequest)(nil),   // 62: banyandb.database.v1.TopNAggregationRegistryServiceUpdateRequest
+	(*TopNAggregationRegistryServiceUpdateResponse)(nil),  // 63: banyandb.database.v1.TopNAggregationRegistryServiceUpdateResponse
+	(*TopNAggregationRegistryServiceDeleteRequest)(nil),   // 64: banyandb.database.v1.TopNAggregationRegistryServiceDeleteRequest
+	(*TopNAggregationRegistryServiceDeleteResponse)(nil),  // 65: banyandb.database.v1.TopNAggregationRegistryServiceDeleteResponse
+	(*TopNAggregationRegistryServiceGetRequest)(nil),      // 66: banyandb.database.v1.TopNAggregationRegistryServiceGetRequest
+	(*TopNAggregationRegistryServiceGetResponse)(nil),     // 67: banyandb.database.v1.TopNAggregationRegistryServiceGetResponse
+	(*TopNAggregationRegistryServiceListRequest)(nil),     // 68: banyandb.database.v1.TopNAggregationRegistryServiceListRequest
+	(*TopNAggregationRegistryServiceListResponse)(nil),    // 69: banyandb.database.v1.TopNAggregationRegistryServiceListResponse
+	(*TopNAggregationRegistryServiceExistRequest)(nil),    // 70: banyandb.database.v1.TopNAggregationRegistryServiceExistRequest
+	(*TopNAggregationRegistryServiceExistResponse)(nil),   // 71: banyandb.database.v1.TopNAggregationRegistryServiceExistResponse
+	(*TraceRegistryServiceCreateRequest)(nil),             // 72: banyandb.database.v1.TraceRegistryServiceCreateRequest
+	(*TraceRegistryServiceCreateResponse)(nil),            // 73: banyandb.database.v1.TraceRegistryServiceCreateResponse
+	(*TraceRegistryServiceUpdateRequest)(nil),             // 74: banyandb.database.v1.TraceRegistryServiceUpdateRequest
+	(*TraceRegistryServiceUpdateResponse)(nil),            // 75: banyandb.database.v1.TraceRegistryServiceUpdateResponse
+	(*TraceRegistryServiceDeleteRequest)(nil),             // 76: banyandb.database.v1.TraceRegistryServiceDeleteRequest
+	(*TraceRegistryServiceDeleteResponse)(nil),            // 77: banyandb.database.v1.TraceRegistryServiceDeleteResponse
+	(*TraceRegistryServiceGetRequest)(nil),                // 78: banyandb.database.v1.TraceRegistryServiceGetRequest
+	(*TraceRegistryServiceGetResponse)(nil),               // 79: banyandb.database.v1.TraceRegistryServiceGetResponse
+	(*TraceRegistryServiceListRequest)(nil),               // 80: banyandb.database.v1.TraceRegistryServiceListRequest
+	(*TraceRegistryServiceListResponse)(nil),              // 81: banyandb.database.v1.TraceRegistryServiceListResponse
+	(*TraceRegistryServiceExistRequest)(nil),              // 82: banyandb.database.v1.TraceRegistryServiceExistRequest
+	(*TraceRegistryServiceExistResponse)(nil),             // 83: banyandb.database.v1.TraceRegistryServiceExistResponse
+	(*PropertyRegistryServiceCreateRequest)(nil),          // 84: banyandb.database.v1.PropertyRegistryServiceCreateRequest
+	(*PropertyRegistryServiceCreateResponse)(nil),         // 85: banyandb.database.v1.PropertyRegistryServiceCreateResponse
+	(*PropertyRegistryServiceUpdateRequest)(nil),          // 86: banyandb.database.v1.PropertyRegistryServiceUpdateRequest
+	(*PropertyRegistryServiceUpdateResponse)(nil),         // 87: banyandb.database.v1.PropertyRegistryServiceUpdateResponse
+	(*PropertyRegistryServiceDeleteRequest)(nil),          // 88: banyandb.database.v1.PropertyRegistryServiceDeleteRequest
+	(*PropertyRegistryServiceDeleteResponse)(nil),         // 89: banyandb.database.v1.PropertyRegistryServiceDeleteResponse
+	(*PropertyRegistryServiceGetRequest)(nil),             // 90: banyandb.database.v1.PropertyRegistryServiceGetRequest
+	(*PropertyRegistryServiceGetResponse)(nil),            // 91: banyandb.database.v1.PropertyRegistryServiceGetResponse
+	(*PropertyRegistryServiceListRequest)(nil),            // 92: banyandb.database.v1.PropertyRegistryServiceListRequest
+	(*PropertyRegistryServiceListResponse)(nil),           // 93: banyandb.database.v1.PropertyRegistryServiceListResponse
+	(*PropertyRegistryServiceExistRequest)(nil),           // 94: banyandb.database.v1.PropertyRegistryServiceExistRequest
+	(*PropertyRegistryServiceExistResponse)(nil),          // 95: banyandb.database.v1.PropertyRegistryServiceExistResponse
+	(*v1.Group)(nil),         // 96: banyandb.common.v1.Group
+	(*SchemaInfo)(nil),       // 97: banyandb.database.v1.SchemaInfo
+	(*Stream)(nil),           // 98: banyandb.database.v1.Stream
+	(*v1.Metadata)(nil),      // 99: banyandb.common.v1.Metadata
+	(*Measure)(nil),          // 100: banyandb.database.v1.Measure
+	(*IndexRule)(nil),        // 101: banyandb.database.v1.IndexRule
+	(*IndexRuleBinding)(nil), // 102: banyandb.database.v1.IndexRuleBinding
+	(*TopNAggregation)(nil),  // 103: banyandb.database.v1.TopNAggregation
+	(*Trace)(nil),            // 104: banyandb.database.v1.Trace
+	(*Property)(nil),         // 105: banyandb.database.v1.Property
 }
 var file_banyandb_database_v1_rpc_proto_depIdxs = []int32{
-	36, // 0: banyandb.database.v1.GroupRegistryServiceCreateRequest.group:type_name -> banyandb.common.v1.Group
-	36, // 1: banyandb.database.v1.GroupRegistryServiceUpdateRequest.group:type_name -> banyandb.common.v1.Group
-	37, // 2: banyandb.database.v1.GroupRegistryServiceDeleteResponse.schema_info:type_name -> banyandb.database.v1.SchemaInfo
-	36, // 3: banyandb.database.v1.GroupRegistryServiceGetResponse.group:type_name -> banyandb.common.v1.Group
-	36, // 4: banyandb.database.v1.GroupRegistryServiceListResponse.group:type_name -> banyandb.common.v1.Group
-	38, // 5: banyandb.database.v1.StreamRegistryServiceCreateRequest.stream:type_name -> banyandb.database.v1.Stream
-	38, // 6: banyandb.database.v1.StreamRegistryServiceUpdateRequest.stream:type_name -> banyandb.database.v1.Stream
-	39, // 7: banyandb.database.v1.StreamRegistryServiceDeleteRequest.metadata:type_name -> banyandb.common.v1.Metadata
-	39, // 8: banyandb.database.v1.StreamRegistryServiceGetRequest.metadata:type_name -> banyandb.common.v1.Metadata
-	38, // 9: banyandb.database.v1.StreamRegistryServiceGetResponse.stream:type_name -> banyandb.database.v1.Stream
-	38, // 10: banyandb.database.v1.StreamRegistryServiceListResponse.stream:type_name -> banyandb.database.v1.Stream
-	39, // 11: banyandb.database.v1.StreamRegistryServiceExistRequest.metadata:type_name -> banyandb.common.v1.Metadata
-	40, // 12: banyandb.database.v1.MeasureRegistryServiceCreateRequest.measure:type_name -> banyandb.database.v1.Measure
-	40, // 13: banyandb.database.v1.MeasureRegistryServiceUpdateRequest.measure:type_name -> banyandb.database.v1.Measure
-	39, // 14: banyandb.database.v1.MeasureRegistryServiceDeleteRequest.metadata:type_name -> banyandb.common.v1.Metadata
-	39, // 15: banyandb.database.v1.MeasureRegistryServiceGetRequest.metadata:type_name -> banyandb.common.v1.Metadata
-	40, // 16: banyandb.database.v1.MeasureRegistryServiceGetResponse.measure:type_name -> banyandb.database.v1.Measure
-	40, // 17: banyandb.database.v1.MeasureRegistryServiceListResponse.measure:type_name -> banyandb.database.v1.Measure
-	39, // 18: banyandb.database.v1.MeasureRegistryServiceExistRequest.metadata:type_name -> banyandb.common.v1.Metadata
-	0,  // 19: banyandb.database.v1.GroupRegistryService.Create:input_type -> banyandb.database.v1.GroupRegistryServiceCreateRequest
-	2,  // 20: banyandb.database.v1.GroupRegistryService.Update:input_type -> banyandb.database.v1.GroupRegistryServiceUpdateRequest
-	4,  // 21: banyandb.database.v1.GroupRegistryService.Delete:input_type -> banyandb.database.v1.GroupRegistryServiceDeleteRequest
-	6,  // 22: banyandb.database.v1.GroupRegistryService.Get:input_type -> banyandb.database.v1.GroupRegistryServiceGetRequest
-	8,  // 23: banyandb.database.v1.GroupRegistryService.List:input_type -> banyandb.database.v1.GroupRegistryServiceListRequest
-	10, // 24: banyandb.database.v1.GroupRegistryService.Exist:input_type -> banyandb.database.v1.GroupRegistryServiceExistRequest
-	12, // 25: banyandb.database.v1.StreamRegistryService.Create:input_type -> banyandb.database.v1.StreamRegistryServiceCreateRequest
-	14, // 26: banyandb.database.v1.StreamRegistryService.Update:input_type -> banyandb.database.v1.StreamRegistryServiceUpdateRequest
-	16, // 27: banyandb.database.v1.StreamRegistryService.Delete:input_type -> banyandb.database.v1.StreamRegistryServiceDeleteRequest
-	18, // 28: banyandb.database.v1.StreamRegistryService.Get:input_type -> banyandb.database.v1.StreamRegistryServiceGetRequest
-	20, // 29: banyandb.database.v1.StreamRegistryService.List:input_type -> banyandb.database.v1.StreamRegistryServiceListRequest
-	22, // 30: banyandb.database.v1.StreamRegistryService.Exist:input_type -> banyandb.database.v1.StreamRegistryServiceExistRequest
-	24, // 31: banyandb.database.v1.MeasureRegistryService.Create:input_type -> banyandb.database.v1.MeasureRegistryServiceCreateRequest
-	26, // 32: banyandb.database.v1.MeasureRegistryService.Update:input_type -> banyandb.database.v1.MeasureRegistryServiceUpdateRequest
-	28, // 33: banyandb.database.v1.MeasureRegistryService.Delete:input_type -> banyandb.database.v1.MeasureRegistryServiceDeleteRequest
-	30, // 34: banyandb.database.v1.MeasureRegistryService.Get:input_type -> banyandb.database.v1.MeasureRegistryServiceGetRequest
-	32, // 35: banyandb.database.v1.MeasureRegistryService.List:input_type -> banyandb.database.v1.MeasureRegistryServiceListRequest
-	34, // 36: banyandb.database.v1.MeasureRegistryService.Exist:input_type -> banyandb.database.v1.MeasureRegistryServiceExistRequest
-	1,  // 37: banyandb.database.v1.GroupRegistryService.Create:output_type -> banyandb.database.v1.GroupRegistryServiceCreateResponse
-	3,  // 38: banyandb.database.v1.GroupRegistryService.Update:output_type -> banyandb.database.v1.GroupRegistryServiceUpdateResponse
-	5,  // 39: banyandb.database.v1.GroupRegistryService.Delete:output_type -> banyandb.database.v1.GroupRegistryServiceDeleteResponse
-	7,  // 40: banyandb.database.v1.GroupRegistryService.Get:output_type -> banyandb.database.v1.GroupRegistryServiceGetResponse
-	9,  // 41: banyandb.database.v1.GroupRegistryService.List:output_type -> banyandb.database.v1.GroupRegistryServiceListResponse
-	11, // 42: banyandb.database.v1.GroupRegistryService.Exist:output_type -> banyandb.database.v1.GroupRegistryServiceExistResponse
-	13, // 43: banyandb.database.v1.StreamRegistryService.Create:output_type -> banyandb.database.v1.StreamRegistryServiceCreateResponse
-	15, // 44: banyandb.database.v1.StreamRegistryService.Update:output_type -> banyandb.database.v1.StreamRegistryServiceUpdateResponse
-	17, // 45: banyandb.database.v1.StreamRegistryService.Delete:output_type -> banyandb.database.v1.StreamRegistryServiceDeleteResponse
-	19, // 46: banyandb.database.v1.StreamRegistryService.Get:output_type -> banyandb.database.v1.StreamRegistryServiceGetResponse
-	21, // 47: banyandb.database.v1.StreamRegistryService.List:output_type -> banyandb.database.v1.StreamRegistryServiceListResponse
-	23, // 48: banyandb.database.v1.StreamRegistryService.Exist:output_type -> banyandb.database.v1.StreamRegistryServiceExistResponse
-	25, // 49: banyandb.database.v1.MeasureRegistryService.Create:output_type -> banyandb.database.v1.MeasureRegistryServiceCreateResponse
-	27, // 50: banyandb.database.v1.MeasureRegistryService.Update:output_type -> banyandb.database.v1.MeasureRegistryServiceUpdateResponse
-	29, // 51: banyandb.database.v1.MeasureRegistryService.Delete:output_type -> banyandb.database.v1.MeasureRegistryServiceDeleteResponse
-	31, // 52: banyandb.database.v1.MeasureRegistryService.Get:output_type -> banyandb.database.v1.MeasureRegistryServiceGetResponse
-	33, // 53: banyandb.database.v1.MeasureRegistryService.List:output_type -> banyandb.database.v1.MeasureRegistryServiceListResponse
-	35, // 54: banyandb.database.v1.MeasureRegistryService.Exist:output_type -> banyandb.database.v1.MeasureRegistryServiceExistResponse
-	37, // [37:55] is the sub-list for method output_type
-	19, // [19:37] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	96,  // 0: banyandb.database.v1.GroupRegistryServiceCreateRequest.group:type_name -> banyandb.common.v1.Group
+	96,  // 1: banyandb.database.v1.GroupRegistryServiceUpdateRequest.group:type_name -> banyandb.common.v1.Group
+	97,  // 2: banyandb.database.v1.GroupRegistryServiceDeleteResponse.schema_info:type_name -> banyandb.database.v1.SchemaInfo
+	96,  // 3: banyandb.database.v1.GroupRegistryServiceGetResponse.group:type_name -> banyandb.common.v1.Group
+	96,  // 4: banyandb.database.v1.GroupRegistryServiceListResponse.group:type_name -> banyandb.common.v1.Group
+	98,  // 5: banyandb.database.v1.StreamRegistryServiceCreateRequest.stream:type_name -> banyandb.database.v1.Stream
+	98,  // 6: banyandb.database.v1.StreamRegistryServiceUpdateRequest.stream:type_name -> banyandb.database.v1.Stream
+	99,  // 7: banyandb.database.v1.StreamRegistryServiceDeleteRequest.metadata:type_name -> banyandb.common.v1.Metadata
+	99,  // 8: banyandb.database.v1.StreamRegistryServiceGetRequest.metadata:type_name -> banyandb.common.v1.Metadata
+	98,  // 9: banyandb.database.v1.StreamRegistryServiceGetResponse.stream:type_name -> banyandb.database.v1.Stream
+	98,  // 10: banyandb.database.v1.StreamRegistryServiceListResponse.stream:type_name -> banyandb.database.v1.Stream
+	99,  // 11: banyandb.database.v1.StreamRegistryServiceExistRequest.metadata:type_name -> banyandb.common.v1.Metadata
+	100, // 12: banyandb.database.v1.MeasureRegistryServiceCreateRequest.measure:type_name -> banyandb.database.v1.Measure
+	100, // 13: banyandb.database.v1.MeasureRegistryServiceUpdateRequest.measure:type_name -> banyandb.database.v1.Measure
+	99,  // 14: banyandb.database.v1.MeasureRegistryServiceDeleteRequest.metadata:type_name -> banyandb.common.v1.Metadata
+	99,  // 15: banyandb.database.v1.MeasureRegistryServiceGetRequest.metadata:type_name -> banyandb.common.v1.Metadata
+	100, // 16: banyandb.database.v1.MeasureRegistryServiceGetResponse.measure:type_name -> banyandb.database.v1.Measure
+	100, // 17: banyandb.database.v1.MeasureRegistryServiceListResponse.measure:type_name -> banyandb.database.v1.Measure
+	99,  // 18: banyandb.database.v1.MeasureRegistryServiceExistRequest.metadata:type_name -> banyandb.common.v1.Metadata
+	101, // 19: banyandb.database.v1.IndexRuleRegistryServiceCreateRequest.index_rule:type_name -> banyandb.database.v1.IndexRule
+	101, // 20: banyandb.database.v1.IndexRuleRegistryServiceUpdateRequest.index_rule:type_name -> banyandb.database.v1.IndexRule
+	99,  // 21: banyandb.database.v1.IndexRuleRegistryServiceDeleteRequest.metadata:type_name -> banyandb.common.v1.Metadata
+	99,  // 22: banyandb.database.v1.IndexRuleRegistryServiceGetRequest.metadata:type_name -> banyandb.common.v1.Metadata
+	101, // 23: banyandb.database.v1.IndexRuleRegistryServiceGetResponse.index_rule:type_name -> banyandb.database.v1.IndexRule
+	101, // 24: banyandb.database.v1.IndexRuleRegistryServiceListResponse.index_rule:type_name -> banyandb.database.v1.IndexRule
+	99,  // 25: banyandb.database.v1.IndexRuleRegistryServiceExistRequest.metadata:type_name -> banyandb.common.v1.Metadata
+	102, // 26: banyandb.database.v1.IndexRuleBindingRegistryServiceCreateRequest.index_rule_binding:type_name -> banyandb.database.v1.IndexRuleBinding
+	102, // 27: banyandb.database.v1.IndexRuleBindingRegistryServiceUpdateRequest.index_rule_binding:type_name -> banyandb.database.v1.IndexRuleBinding
+	99,  // 28: banyandb.database.v1.IndexRuleBindingRegistryServiceDeleteRequest.metadata:type_name -> banyandb.common.v1.Metadata
+	99,  // 29: banyandb.database.v1.IndexRuleBindingRegistryServiceGetRequest.metadata:type_name -> banyandb.common.v1.Metadata
+	102, // 30: banyandb.database.v1.IndexRuleBindingRegistryServiceGetResponse.index_rule_binding:type_name -> banyandb.database.v1.IndexRuleBinding
+	102, // 31: banyandb.database.v1.IndexRuleBindingRegistryServiceListResponse.index_rule_binding:type_name -> banyandb.database.v1.IndexRuleBinding
+	99,  // 32: banyandb.database.v1.IndexRuleBindingRegistryServiceExistRequest.metadata:type_name -> banyandb.common.v1.Metadata
+	103, // 33: banyandb.database.v1.TopNAggregationRegistryServiceCreateRequest.top_n_aggregation:type_name -> banyandb.database.v1.TopNAggregation
+	103, // 34: banyandb.database.v1.TopNAggregationRegistryServiceUpdateRequest.top_n_aggregation:type_name -> banyandb.database.v1.TopNAggregation
+	99,  // 35: banyandb.database.v1.TopNAggregationRegistryServiceDeleteRequest.metadata:type_name -> banyandb.common.v1.Metadata
+	99,  // 36: banyandb.database.v1.TopNAggregationRegistryServiceGetRequest.metadata:type_name -> banyandb.common.v1.Metadata
+	103, // 37: banyandb.database.v1.TopNAggregationRegistryServiceGetResponse.top_n_aggregation:type_name -> banyandb.database.v1.TopNAggregation
+	103, // 38: banyandb.database.v1.TopNAggregationRegistryServiceListResponse.top_n_aggregation:type_name -> banyandb.database.v1.TopNAggregation
+	99,  // 39: banyandb.database.v1.TopNAggregationRegistryServiceExistRequest.metadata:type_name -> banyandb.common.v1.Metadata
+	104, // 40: banyandb.database.v1.TraceRegistryServiceCreateRequest.trace:type_name -> banyandb.database.v1.Trace
+	104, // 41: banyandb.database.v1.TraceRegistryServiceUpdateRequest.trace:type_name -> banyandb.database.v1.Trace
+	99,  // 42: banyandb.database.v1.TraceRegistryServiceDeleteRequest.metadata:type_name -> banyandb.common.v1.Metadata
+	99,  // 43: banyandb.database.v1.TraceRegistryServiceGetRequest.metadata:type_name -> banyandb.common.v1.Metadata
+	104, // 44: banyandb.database.v1.TraceRegistryServiceGetResponse.trace:type_name -> banyandb.database.v1.Trace
+	104, // 45: banyandb.database.v1.TraceRegistryServiceListResponse.trace:type_name -> banyandb.database.v1.Trace
+	99,  // 46: banyandb.database.v1.TraceRegistryServiceExistRequest.metadata:type_name -> banyandb.common.v1.Metadata
+	105, // 47: banyandb.database.v1.PropertyRegistryServiceCreateRequest.property:type_name -> banyandb.database.v1.Property
+	105, // 48: banyandb.database.v1.PropertyRegistryServiceUpdateRequest.property:type_name -> banyandb.database.v1.Property
+	99,  // 49: banyandb.database.v1.PropertyRegistryServiceDeleteRequest.metadata:type_name -> banyandb.common.v1.Metadata
+	99,  // 50: banyandb.database.v1.PropertyRegistryServiceGetRequest.metadata:type_name -> banyandb.common.v1.Metadata
+	105, // 51: banyandb.database.v1.PropertyRegistryServiceGetResponse.property:type_name -> banyandb.database.v1.Property
+	105, // 52: banyandb.database.v1.PropertyRegistryServiceListResponse.properties:type_name -> banyandb.database.v1.Property
+	99,  // 53: banyandb.database.v1.PropertyRegistryServiceExistRequest.metadata:type_name -> banyandb.common.v1.Metadata
+	0,   // 54: banyandb.database.v1.GroupRegistryService.Create:input_type -> banyandb.database.v1.GroupRegistryServiceCreateRequest
+	2,   // 55: banyandb.database.v1.GroupRegistryService.Update:input_type -> banyandb.database.v1.GroupRegistryServiceUpdateRequest
+	4,   // 56: banyandb.database.v1.GroupRegistryService.Delete:input_type -> banyandb.database.v1.GroupRegistryServiceDeleteRequest
+	6,   // 57: banyandb.database.v1.GroupRegistryService.Get:input_type -> banyandb.database.v1.GroupRegistryServiceGetRequest
+	8,   // 58: banyandb.database.v1.GroupRegistryService.List:input_type -> banyandb.database.v1.GroupRegistryServiceListRequest
+	10,  // 59: banyandb.database.v1.GroupRegistryService.Exist:input_type -> banyandb.database.v1.GroupRegistryServiceExistRequest
+	12,  // 60: banyandb.database.v1.StreamRegistryService.Create:input_type -> banyandb.database.v1.StreamRegistryServiceCreateRequest
+	14,  // 61: banyandb.database.v1.StreamRegistryService.Update:input_type -> banyandb.database.v1.StreamRegistryServiceUpdateRequest
+	16,  // 62: banyandb.database.v1.StreamRegistryService.Delete:input_type -> banyandb.database.v1.StreamRegistryServiceDeleteRequest
+	18,  // 63: banyandb.database.v1.StreamRegistryService.Get:input_type -> banyandb.database.v1.StreamRegistryServiceGetRequest
+	20,  // 64: banyandb.database.v1.StreamRegistryService.List:input_type -> banyandb.database.v1.StreamRegistryServiceListRequest
+	22,  // 65: banyandb.database.v1.StreamRegistryService.Exist:input_type -> banyandb.database.v1.StreamRegistryServiceExistRequest
+	24,  // 66: banyandb.database.v1.MeasureRegistryService.Create:input_type -> banyandb.database.v1.MeasureRegistryServiceCreateRequest
+	26,  // 67: banyandb.database.v1.MeasureRegistryService.Update:input_type -> banyandb.database.v1.MeasureRegistryServiceUpdateRequest
+	28,  // 68: banyandb.database.v1.MeasureRegistryService.Delete:input_type -> banyandb.database.v1.MeasureRegistryServiceDeleteRequest
+	30,  // 69: banyandb.database.v1.MeasureRegistryService.Get:input_type -> banyandb.database.v1.MeasureRegistryServiceGetRequest
+	32,  // 70: banyandb.database.v1.MeasureRegistryService.List:input_type -> banyandb.database.v1.MeasureRegistryServiceListRequest
+	34,  // 71: banyandb.database.v1.MeasureRegistryService.Exist:input_type -> banyandb.database.v1.MeasureRegistryServiceExistRequest
+	36,  // 72: banyandb.database.v1.IndexRuleRegistryService.Create:input_type -> banyandb.database.v1.IndexRuleRegistryServiceCreateRequest
+	38,  // 73: banyandb.database.v1.IndexRuleRegistryService.Update:input_type -> banyandb.database.v1.IndexRuleRegistryServiceUpdateRequest
+	40,  // 74: banyandb.database.v1.IndexRuleRegistryService.Delete:input_type -> banyandb.database.v1.IndexRuleRegistryServiceDeleteRequest
+	42,  // 75: banyandb.database.v1.IndexRuleRegistryService.Get:input_type -> banyandb.database.v1.IndexRuleRegistryServiceGetRequest
+	44,  // 76: banyandb.database.v1.IndexRuleRegistryService.List:input_type -> banyandb.database.v1.IndexRuleRegistryServiceListRequest
+	46,  // 77: banyandb.database.v1.IndexRuleRegistryService.Exist:input_type -> banyandb.database.v1.IndexRuleRegistryServiceExistRequest
+	48,  // 78: banyandb.database.v1.IndexRuleBindingRegistryService.Create:input_type -> banyandb.database.v1.IndexRuleBindingRegistryServiceCreateRequest
+	50,  // 79: banyandb.database.v1.IndexRuleBindingRegistryService.Update:input_type -> banyandb.database.v1.IndexRuleBindingRegistryServiceUpdateRequest
+	52,  // 80: banyandb.database.v1.IndexRuleBindingRegistryService.Delete:input_type -> banyandb.database.v1.IndexRuleBindingRegistryServiceDeleteRequest
+	54,  // 81: banyandb.database.v1.IndexRuleBindingRegistryService.Get:input_type -> banyandb.database.v1.IndexRuleBindingRegistryServiceGetRequest
+	56,  // 82: banyandb.database.v1.IndexRuleBindingRegistryService.List:input_type -> banyandb.database.v1.IndexRuleBindingRegistryServiceListRequest
+	58,  // 83: banyandb.database.v1.IndexRuleBindingRegistryService.Exist:input_type -> banyandb.database.v1.IndexRuleBindingRegistryServiceExistRequest
+	60,  // 84: banyandb.database.v1.TopNAggregationRegistryService.Create:input_type -> banyandb.database.v1.TopNAggregationRegistryServiceCreateRequest
+	62,  // 85: banyandb.database.v1.TopNAggregationRegistryService.Update:input_type -> banyandb.database.v1.TopNAggregationRegistryServiceUpdateRequest
+	64,  // 86: banyandb.database.v1.TopNAggregationRegistryService.Delete:input_type -> banyandb.database.v1.TopNAggregationRegistryServiceDeleteRequest
+	66,  // 87: banyandb.database.v1.TopNAggregationRegistryService.Get:input_type -> banyandb.database.v1.TopNAggregationRegistryServiceGetRequest
+	68,  // 88: banyandb.database.v1.TopNAggregationRegistryService.List:input_type -> banyandb.database.v1.TopNAggregationRegistryServiceListRequest
+	70,  // 89: banyandb.database.v1.TopNAggregationRegistryService.Exist:input_type -> banyandb.database.v1.TopNAggregationRegistryServiceExistRequest
+	72,  // 90: banyandb.database.v1.TraceRegistryService.Create:input_type -> banyandb.database.v1.TraceRegistryServiceCreateRequest
+	74,  // 91: banyandb.database.v1.TraceRegistryService.Update:input_type -> banyandb.database.v1.TraceRegistryServiceUpdateRequest
+	76,  // 92: banyandb.database.v1.TraceRegistryService.Delete:input_type -> banyandb.database.v1.TraceRegistryServiceDeleteRequest
+	78,  // 93: banyandb.database.v1.TraceRegistryService.Get:input_type -> banyandb.database.v1.TraceRegistryServiceGetRequest
+	80,  // 94: banyandb.database.v1.TraceRegistryService.List:input_type -> banyandb.database.v1.TraceRegistryServiceListRequest
+	82,  // 95: banyandb.database.v1.TraceRegistryService.Exist:input_type -> banyandb.database.v1.TraceRegistryServiceExistRequest
+	84,  // 96: banyandb.database.v1.PropertyRegistryService.Create:input_type -> banyandb.database.v1.PropertyRegistryServiceCreateRequest
+	86,  // 97: banyandb.database.v1.PropertyRegistryService.Update:input_type -> banyandb.database.v1.PropertyRegistryServiceUpdateRequest
+	88,  // 98: banyandb.database.v1.PropertyRegistryService.Delete:input_type -> banyandb.database.v1.PropertyRegistryServiceDeleteRequest
+	90,  // 99: banyandb.database.v1.PropertyRegistryService.Get:input_type -> banyandb.database.v1.PropertyRegistryServiceGetRequest
+	92,  // 100: banyandb.database.v1.PropertyRegistryService.List:input_type -> banyandb.database.v1.PropertyRegistryServiceListRequest
+	94,  // 101: banyandb.database.v1.PropertyRegistryService.Exist:input_type -> banyandb.database.v1.PropertyRegistryServiceExistRequest
+	1,   // 102: banyandb.database.v1.GroupRegistryService.Create:output_type -> banyandb.database.v1.GroupRegistryServiceCreateResponse
+	3,   // 103: banyandb.database.v1.GroupRegistryService.Update:output_type -> banyandb.database.v1.GroupRegistryServiceUpdateResponse
+	5,   // 104: banyandb.database.v1.GroupRegistryService.Delete:output_type -> banyandb.database.v1.GroupRegistryServiceDeleteResponse
+	7,   // 105: banyandb.database.v1.GroupRegistryService.Get:output_type -> banyandb.database.v1.GroupRegistryServiceGetResponse
+	9,   // 106: banyandb.database.v1.GroupRegistryService.List:output_type -> banyandb.database.v1.GroupRegistryServiceListResponse
+	11,  // 107: banyandb.database.v1.GroupRegistryService.Exist:output_type -> banyandb.database.v1.GroupRegistryServiceExistResponse
+	13,  // 108: banyandb.database.v1.StreamRegistryService.Create:output_type -> banyandb.database.v1.StreamRegistryServiceCreateResponse
+	15,  // 109: banyandb.database.v1.StreamRegistryService.Update:output_type -> banyandb.database.v1.StreamRegistryServiceUpdateResponse
+	17,  // 110: banyandb.database.v1.StreamRegistryService.Delete:output_type -> banyandb.database.v1.StreamRegistryServiceDeleteResponse
+	19,  // 111: banyandb.database.v1.StreamRegistryService.Get:output_type -> banyandb.database.v1.StreamRegistryServiceGetResponse
+	21,  // 112: banyandb.database.v1.StreamRegistryService.List:output_type -> banyandb.database.v1.StreamRegistryServiceListResponse
+	23,  // 113: banyandb.database.v1.StreamRegistryService.Exist:output_type -> banyandb.database.v1.StreamRegistryServiceExistResponse
+	25,  // 114: banyandb.database.v1.MeasureRegistryService.Create:output_type -> banyandb.database.v1.MeasureRegistryServiceCreateResponse
+	27,  // 115: banyandb.database.v1.MeasureRegistryService.Update:output_type -> banyandb.database.v1.MeasureRegistryServiceUpdateResponse
+	29,  // 116: banyandb.database.v1.MeasureRegistryService.Delete:output_type -> banyandb.database.v1.MeasureRegistryServiceDeleteResponse
+	31,  // 117: banyandb.database.v1.MeasureRegistryService.Get:output_type -> banyandb.database.v1.MeasureRegistryServiceGetResponse
+	33,  // 118: banyandb.database.v1.MeasureRegistryService.List:output_type -> banyandb.database.v1.MeasureRegistryServiceListResponse
+	35,  // 119: banyandb.database.v1.MeasureRegistryService.Exist:output_type -> banyandb.database.v1.MeasureRegistryServiceExistResponse
+	37,  // 120: banyandb.database.v1.IndexRuleRegistryService.Create:output_type -> banyandb.database.v1.IndexRuleRegistryServiceCreateResponse
+	39,  // 121: banyandb.database.v1.IndexRuleRegistryService.Update:output_type -> banyandb.database.v1.IndexRuleRegistryServiceUpdateResponse
+	41,  // 122: banyandb.database.v1.IndexRuleRegistryService.Delete:output_type -> banyandb.database.v1.IndexRuleRegistryServiceDeleteResponse
+	43,  // 123: banyandb.database.v1.IndexRuleRegistryService.Get:output_type -> banyandb.database.v1.IndexRuleRegistryServiceGetResponse
+	45,  // 124: banyandb.database.v1.IndexRuleRegistryService.List:output_type -> banyandb.database.v1.IndexRuleRegistryServiceListResponse
+	47,  // 125: banyandb.database.v1.IndexRuleRegistryService.Exist:output_type -> banyandb.database.v1.IndexRuleRegistryServiceExistResponse
+	49,  // 126: banyandb.database.v1.IndexRuleBindingRegistryService.Create:output_type -> banyandb.database.v1.IndexRuleBindingRegistryServiceCreateResponse
+	51,  // 127: banyandb.database.v1.IndexRuleBindingRegistryService.Update:output_type -> banyandb.database.v1.IndexRuleBindingRegistryServiceUpdateResponse
+	53,  // 128: banyandb.database.v1.IndexRuleBindingRegistryService.Delete:output_type -> banyandb.database.v1.IndexRuleBindingRegistryServiceDeleteResponse
+	55,  // 129: banyandb.database.v1.IndexRuleBindingRegistryService.Get:output_type -> banyandb.database.v1.IndexRuleBindingRegistryServiceGetResponse
+	57,  // 130: banyandb.database.v1.IndexRuleBindingRegistryService.List:output_type -> banyandb.database.v1.IndexRuleBindingRegistryServiceListResponse
+	59,  // 131: banyandb.database.v1.IndexRuleBindingRegistryService.Exist:output_type -> banyandb.database.v1.IndexRuleBindingRegistryServiceExistResponse
+	61,  // 132: banyandb.database.v1.TopNAggregationRegistryService.Create:output_type -> banyandb.database.v1.TopNAggregationRegistryServiceCreateResponse
+	63,  // 133: banyandb.database.v1.TopNAggregationRegistryService.Update:output_type -> banyandb.database.v1.TopNAggregationRegistryServiceUpdateResponse
+	65,  // 134: banyandb.database.v1.TopNAggregationRegistryService.Delete:output_type -> banyandb.database.v1.TopNAggregationRegistryServiceDeleteResponse
+	67,  // 135: banyandb.database.v1.TopNAggregationRegistryService.Get:output_type -> banyandb.database.v1.TopNAggregationRegistryServiceGetResponse
+	69,  // 136: banyandb.database.v1.TopNAggregationRegistryService.List:output_type -> banyandb.database.v1.TopNAggregationRegistryServiceListResponse
+	71,  // 137: banyandb.database.v1.TopNAggregationRegistryService.Exist:output_type -> banyandb.database.v1.TopNAggregationRegistryServiceExistResponse
+	73,  // 138: banyandb.database.v1.TraceRegistryService.Create:output_type -> banyandb.database.v1.TraceRegistryServiceCreateResponse
+	75,  // 139: banyandb.database.v1.TraceRegistryService.Update:output_type -> banyandb.database.v1.TraceRegistryServiceUpdateResponse
+	77,  // 140: banyandb.database.v1.TraceRegistryService.Delete:output_type -> banyandb.database.v1.TraceRegistryServiceDeleteResponse
+	79,  // 141: banyandb.database.v1.TraceRegistryService.Get:output_type -> banyandb.database.v1.TraceRegistryServiceGetResponse
+	81,  // 142: banyandb.database.v1.TraceRegistryService.List:output_type -> banyandb.database.v1.TraceRegistryServiceListResponse
+	83,  // 143: banyandb.database.v1.TraceRegistryService.Exist:output_type -> banyandb.database.v1.TraceRegistryServiceExistResponse
+	85,  // 144: banyandb.database.v1.PropertyRegistryService.Create:output_type -> banyandb.database.v1.PropertyRegistryServiceCreateResponse
+	87,  // 145: banyandb.database.v1.PropertyRegistryService.Update:output_type -> banyandb.database.v1.PropertyRegistryServiceUpdateResponse
+	89,  // 146: banyandb.database.v1.PropertyRegistryService.Delete:output_type -> banyandb.database.v1.PropertyRegistryServiceDeleteResponse
+	91,  // 147: banyandb.database.v1.PropertyRegistryService.Get:output_type -> banyandb.database.v1.PropertyRegistryServiceGetResponse
+	93,  // 148: banyandb.database.v1.PropertyRegistryService.List:output_type -> banyandb.database.v1.PropertyRegistryServiceListResponse
+	95,  // 149: banyandb.database.v1.PropertyRegistryService.Exist:output_type -> banyandb.database.v1.PropertyRegistryServiceExistResponse
+	102, // [102:150] is the sub-list for method output_type
+	54,  // [54:102] is the sub-list for method input_type
+	54,  // [54:54] is the sub-list for extension type_name
+	54,  // [54:54] is the sub-list for extension extendee
+	0,   // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_banyandb_database_v1_rpc_proto_init() }
@@ -1862,9 +4814,9 @@ func file_banyandb_database_v1_rpc_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_banyandb_database_v1_rpc_proto_rawDesc), len(file_banyandb_database_v1_rpc_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   36,
+			NumMessages:   96,
 			NumExtensions: 0,
-			NumServices:   3,
+			NumServices:   8,
 		},
 		GoTypes:           file_banyandb_database_v1_rpc_proto_goTypes,
 		DependencyIndexes: file_banyandb_database_v1_rpc_proto_depIdxs,

@@ -896,3 +896,1467 @@ var MeasureRegistryService_ServiceDesc = grpc.ServiceDesc{
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "banyandb/database/v1/rpc.proto",
 }
+
+const (
+	IndexRuleRegistryService_Create_FullMethodName = "/banyandb.database.v1.IndexRuleRegistryService/Create"
+	IndexRuleRegistryService_Update_FullMethodName = "/banyandb.database.v1.IndexRuleRegistryService/Update"
+	IndexRuleRegistryService_Delete_FullMethodName = "/banyandb.database.v1.IndexRuleRegistryService/Delete"
+	IndexRuleRegistryService_Get_FullMethodName    = "/banyandb.database.v1.IndexRuleRegistryService/Get"
+	IndexRuleRegistryService_List_FullMethodName   = "/banyandb.database.v1.IndexRuleRegistryService/List"
+	IndexRuleRegistryService_Exist_FullMethodName  = "/banyandb.database.v1.IndexRuleRegistryService/Exist"
+)
+
+// IndexRuleRegistryServiceClient is the client API for IndexRuleRegistryService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+type IndexRuleRegistryServiceClient interface {
+	Create(ctx context.Context, in *IndexRuleRegistryServiceCreateRequest, opts ...grpc.CallOption) (*IndexRuleRegistryServiceCreateResponse, error)
+	Update(ctx context.Context, in *IndexRuleRegistryServiceUpdateRequest, opts ...grpc.CallOption) (*IndexRuleRegistryServiceUpdateResponse, error)
+	Delete(ctx context.Context, in *IndexRuleRegistryServiceDeleteRequest, opts ...grpc.CallOption) (*IndexRuleRegistryServiceDeleteResponse, error)
+	Get(ctx context.Context, in *IndexRuleRegistryServiceGetRequest, opts ...grpc.CallOption) (*IndexRuleRegistryServiceGetResponse, error)
+	List(ctx context.Context, in *IndexRuleRegistryServiceListRequest, opts ...grpc.CallOption) (*IndexRuleRegistryServiceListResponse, error)
+	Exist(ctx context.Context, in *IndexRuleRegistryServiceExistRequest, opts ...grpc.CallOption) (*IndexRuleRegistryServiceExistResponse, error)
+}
+
+type indexRuleRegistryServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewIndexRuleRegistryServiceClient(cc grpc.ClientConnInterface) IndexRuleRegistryServiceClient {
+	return &indexRuleRegistryServiceClient{cc}
+}
+
+func (c *indexRuleRegistryServiceClient) Create(ctx context.Context, in *IndexRuleRegistryServiceCreateRequest, opts ...grpc.CallOption) (*IndexRuleRegistryServiceCreateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(IndexRuleRegistryServiceCreateResponse)
+	err := c.cc.Invoke(ctx, IndexRuleRegistryService_Create_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *indexRuleRegistryServiceClient) Update(ctx context.Context, in *IndexRuleRegistryServiceUpdateRequest, opts ...grpc.CallOption) (*IndexRuleRegistryServiceUpdateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(IndexRuleRegistryServiceUpdateResponse)
+	err := c.cc.Invoke(ctx, IndexRuleRegistryService_Update_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *indexRuleRegistryServiceClient) Delete(ctx context.Context, in *IndexRuleRegistryServiceDeleteRequest, opts ...grpc.CallOption) (*IndexRuleRegistryServiceDeleteResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(IndexRuleRegistryServiceDeleteResponse)
+	err := c.cc.Invoke(ctx, IndexRuleRegistryService_Delete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *indexRuleRegistryServiceClient) Get(ctx context.Context, in *IndexRuleRegistryServiceGetRequest, opts ...grpc.CallOption) (*IndexRuleRegistryServiceGetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(IndexRuleRegistryServiceGetResponse)
+	err := c.cc.Invoke(ctx, IndexRuleRegistryService_Get_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *indexRuleRegistryServiceClient) List(ctx context.Context, in *IndexRuleRegistryServiceListRequest, opts ...grpc.CallOption) (*IndexRuleRegistryServiceListResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(IndexRuleRegistryServiceListResponse)
+	err := c.cc.Invoke(ctx, IndexRuleRegistryService_List_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *indexRuleRegistryServiceClient) Exist(ctx context.Context, in *IndexRuleRegistryServiceExistRequest, opts ...grpc.CallOption) (*IndexRuleRegistryServiceExistResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(IndexRuleRegistryServiceExistResponse)
+	err := c.cc.Invoke(ctx, IndexRuleRegistryService_Exist_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// IndexRuleRegistryServiceServer is the server API for IndexRuleRegistryService service.
+// All implementations must embed UnimplementedIndexRuleRegistryServiceServer
+// for forward compatibility.
+type IndexRuleRegistryServiceServer interface {
+	Create(context.Context, *IndexRuleRegistryServiceCreateRequest) (*IndexRuleRegistryServiceCreateResponse, error)
+	Update(context.Context, *IndexRuleRegistryServiceUpdateRequest) (*IndexRuleRegistryServiceUpdateResponse, error)
+	Delete(context.Context, *IndexRuleRegistryServiceDeleteRequest) (*IndexRuleRegistryServiceDeleteResponse, error)
+	Get(context.Context, *IndexRuleRegistryServiceGetRequest) (*IndexRuleRegistryServiceGetResponse, error)
+	List(context.Context, *IndexRuleRegistryServiceListRequest) (*IndexRuleRegistryServiceListResponse, error)
+	Exist(context.Context, *IndexRuleRegistryServiceExistRequest) (*IndexRuleRegistryServiceExistResponse, error)
+	mustEmbedUnimplementedIndexRuleRegistryServiceServer()
+}
+
+// UnimplementedIndexRuleRegistryServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedIndexRuleRegistryServiceServer struct{}
+
+func (UnimplementedIndexRuleRegistryServiceServer) Create(context.Context, *IndexRuleRegistryServiceCreateRequest) (*IndexRuleRegistryServiceCreateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Create not implemented")
+}
+func (UnimplementedIndexRuleRegistryServiceServer) Update(context.Context, *IndexRuleRegistryServiceUpdateRequest) (*IndexRuleRegistryServiceUpdateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Update not implemented")
+}
+func (UnimplementedIndexRuleRegistryServiceServer) Delete(context.Context, *IndexRuleRegistryServiceDeleteRequest) (*IndexRuleRegistryServiceDeleteResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Delete not implemented")
+}
+func (UnimplementedIndexRuleRegistryServiceServer) Get(context.Context, *IndexRuleRegistryServiceGetRequest) (*IndexRuleRegistryServiceGetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Get not implemented")
+}
+func (UnimplementedIndexRuleRegistryServiceServer) List(context.Context, *IndexRuleRegistryServiceListRequest) (*IndexRuleRegistryServiceListResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method List not implemented")
+}
+func (UnimplementedIndexRuleRegistryServiceServer) Exist(context.Context, *IndexRuleRegistryServiceExistRequest) (*IndexRuleRegistryServiceExistResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Exist not implemented")
+}
+func (UnimplementedIndexRuleRegistryServiceServer) mustEmbedUnimplementedIndexRuleRegistryServiceServer() {
+}
+func (UnimplementedIndexRuleRegistryServiceServer) testEmbeddedByValue() {}
+
+// UnsafeIndexRuleRegistryServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to IndexRuleRegistryServiceServer will
+// result in compilation errors.
+type UnsafeIndexRuleRegistryServiceServer interface {
+	mustEmbedUnimplementedIndexRuleRegistryServiceServer()
+}
+
+func RegisterIndexRuleRegistryServiceServer(s grpc.ServiceRegistrar, srv IndexRuleRegistryServiceServer) {
+	// If the following call panics, it indicates UnimplementedIndexRuleRegistryServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&IndexRuleRegistryService_ServiceDesc, srv)
+}
+
+func _IndexRuleRegistryService_Create_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(IndexRuleRegistryServiceCreateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IndexRuleRegistryServiceServer).Create(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IndexRuleRegistryService_Create_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IndexRuleRegistryServiceServer).Create(ctx, req.(*IndexRuleRegistryServiceCreateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _IndexRuleRegistryService_Update_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(IndexRuleRegistryServiceUpdateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IndexRuleRegistryServiceServer).Update(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IndexRuleRegistryService_Update_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IndexRuleRegistryServiceServer).Update(ctx, req.(*IndexRuleRegistryServiceUpdateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _IndexRuleRegistryService_Delete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(IndexRuleRegistryServiceDeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IndexRuleRegistryServiceServer).Delete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IndexRuleRegistryService_Delete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IndexRuleRegistryServiceServer).Delete(ctx, req.(*IndexRuleRegistryServiceDeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _IndexRuleRegistryService_Get_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(IndexRuleRegistryServiceGetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IndexRuleRegistryServiceServer).Get(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IndexRuleRegistryService_Get_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IndexRuleRegistryServiceServer).Get(ctx, req.(*IndexRuleRegistryServiceGetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _IndexRuleRegistryService_List_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(IndexRuleRegistryServiceListRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IndexRuleRegistryServiceServer).List(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IndexRuleRegistryService_List_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IndexRuleRegistryServiceServer).List(ctx, req.(*IndexRuleRegistryServiceListRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _IndexRuleRegistryService_Exist_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(IndexRuleRegistryServiceExistRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IndexRuleRegistryServiceServer).Exist(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IndexRuleRegistryService_Exist_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IndexRuleRegistryServiceServer).Exist(ctx, req.(*IndexRuleRegistryServiceExistRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// IndexRuleRegistryService_ServiceDesc is the grpc.ServiceDesc for IndexRuleRegistryService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var IndexRuleRegistryService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "banyandb.database.v1.IndexRuleRegistryService",
+	HandlerType: (*IndexRuleRegistryServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Create",
+			Handler:    _IndexRuleRegistryService_Create_Handler,
+		},
+		{
+			MethodName: "Update",
+			Handler:    _IndexRuleRegistryService_Update_Handler,
+		},
+		{
+			MethodName: "Delete",
+			Handler:    _IndexRuleRegistryService_Delete_Handler,
+		},
+		{
+			MethodName: "Get",
+			Handler:    _IndexRuleRegistryService_Get_Handler,
+		},
+		{
+			MethodName: "List",
+			Handler:    _IndexRuleRegistryService_List_Handler,
+		},
+		{
+			MethodName: "Exist",
+			Handler:    _IndexRuleRegistryService_Exist_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "banyandb/database/v1/rpc.proto",
+}
+
+const (
+	IndexRuleBindingRegistryService_Create_FullMethodName = "/banyandb.database.v1.IndexRuleBindingRegistryService/Create"
+	IndexRuleBindingRegistryService_Update_FullMethodName = "/banyandb.database.v1.IndexRuleBindingRegistryService/Update"
+	IndexRuleBindingRegistryService_Delete_FullMethodName = "/banyandb.database.v1.IndexRuleBindingRegistryService/Delete"
+	IndexRuleBindingRegistryService_Get_FullMethodName    = "/banyandb.database.v1.IndexRuleBindingRegistryService/Get"
+	IndexRuleBindingRegistryService_List_FullMethodName   = "/banyandb.database.v1.IndexRuleBindingRegistryService/List"
+	IndexRuleBindingRegistryService_Exist_FullMethodName  = "/banyandb.database.v1.IndexRuleBindingRegistryService/Exist"
+)
+
+// IndexRuleBindingRegistryServiceClient is the client API for IndexRuleBindingRegistryService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+type IndexRuleBindingRegistryServiceClient interface {
+	Create(ctx context.Context, in *IndexRuleBindingRegistryServiceCreateRequest, opts ...grpc.CallOption) (*IndexRuleBindingRegistryServiceCreateResponse, error)
+	Update(ctx context.Context, in *IndexRuleBindingRegistryServiceUpdateRequest, opts ...grpc.CallOption) (*IndexRuleBindingRegistryServiceUpdateResponse, error)
+	Delete(ctx context.Context, in *IndexRuleBindingRegistryServiceDeleteRequest, opts ...grpc.CallOption) (*IndexRuleBindingRegistryServiceDeleteResponse, error)
+	Get(ctx context.Context, in *IndexRuleBindingRegistryServiceGetRequest, opts ...grpc.CallOption) (*IndexRuleBindingRegistryServiceGetResponse, error)
+	List(ctx context.Context, in *IndexRuleBindingRegistryServiceListRequest, opts ...grpc.CallOption) (*IndexRuleBindingRegistryServiceListResponse, error)
+	Exist(ctx context.Context, in *IndexRuleBindingRegistryServiceExistRequest, opts ...grpc.CallOption) (*IndexRuleBindingRegistryServiceExistResponse, error)
+}
+
+type indexRuleBindingRegistryServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewIndexRuleBindingRegistryServiceClient(cc grpc.ClientConnInterface) IndexRuleBindingRegistryServiceClient {
+	return &indexRuleBindingRegistryServiceClient{cc}
+}
+
+func (c *indexRuleBindingRegistryServiceClient) Create(ctx context.Context, in *IndexRuleBindingRegistryServiceCreateRequest, opts ...grpc.CallOption) (*IndexRuleBindingRegistryServiceCreateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(IndexRuleBindingRegistryServiceCreateResponse)
+	err := c.cc.Invoke(ctx, IndexRuleBindingRegistryService_Create_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *indexRuleBindingRegistryServiceClient) Update(ctx context.Context, in *IndexRuleBindingRegistryServiceUpdateRequest, opts ...grpc.CallOption) (*IndexRuleBindingRegistryServiceUpdateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(IndexRuleBindingRegistryServiceUpdateResponse)
+	err := c.cc.Invoke(ctx, IndexRuleBindingRegistryService_Update_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *indexRuleBindingRegistryServiceClient) Delete(ctx context.Context, in *IndexRuleBindingRegistryServiceDeleteRequest, opts ...grpc.CallOption) (*IndexRuleBindingRegistryServiceDeleteResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(IndexRuleBindingRegistryServiceDeleteResponse)
+	err := c.cc.Invoke(ctx, IndexRuleBindingRegistryService_Delete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *indexRuleBindingRegistryServiceClient) Get(ctx context.Context, in *IndexRuleBindingRegistryServiceGetRequest, opts ...grpc.CallOption) (*IndexRuleBindingRegistryServiceGetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(IndexRuleBindingRegistryServiceGetResponse)
+	err := c.cc.Invoke(ctx, IndexRuleBindingRegistryService_Get_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *indexRuleBindingRegistryServiceClient) List(ctx context.Context, in *IndexRuleBindingRegistryServiceListRequest, opts ...grpc.CallOption) (*IndexRuleBindingRegistryServiceListResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(IndexRuleBindingRegistryServiceListResponse)
+	err := c.cc.Invoke(ctx, IndexRuleBindingRegistryService_List_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *indexRuleBindingRegistryServiceClient) Exist(ctx context.Context, in *IndexRuleBindingRegistryServiceExistRequest, opts ...grpc.CallOption) (*IndexRuleBindingRegistryServiceExistResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(IndexRuleBindingRegistryServiceExistResponse)
+	err := c.cc.Invoke(ctx, IndexRuleBindingRegistryService_Exist_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// IndexRuleBindingRegistryServiceServer is the server API for IndexRuleBindingRegistryService service.
+// All implementations must embed UnimplementedIndexRuleBindingRegistryServiceServer
+// for forward compatibility.
+type IndexRuleBindingRegistryServiceServer interface {
+	Create(context.Context, *IndexRuleBindingRegistryServiceCreateRequest) (*IndexRuleBindingRegistryServiceCreateResponse, error)
+	Update(context.Context, *IndexRuleBindingRegistryServiceUpdateRequest) (*IndexRuleBindingRegistryServiceUpdateResponse, error)
+	Delete(context.Context, *IndexRuleBindingRegistryServiceDeleteRequest) (*IndexRuleBindingRegistryServiceDeleteResponse, error)
+	Get(context.Context, *IndexRuleBindingRegistryServiceGetRequest) (*IndexRuleBindingRegistryServiceGetResponse, error)
+	List(context.Context, *IndexRuleBindingRegistryServiceListRequest) (*IndexRuleBindingRegistryServiceListResponse, error)
+	Exist(context.Context, *IndexRuleBindingRegistryServiceExistRequest) (*IndexRuleBindingRegistryServiceExistResponse, error)
+	mustEmbedUnimplementedIndexRuleBindingRegistryServiceServer()
+}
+
+// UnimplementedIndexRuleBindingRegistryServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedIndexRuleBindingRegistryServiceServer struct{}
+
+func (UnimplementedIndexRuleBindingRegistryServiceServer) Create(context.Context, *IndexRuleBindingRegistryServiceCreateRequest) (*IndexRuleBindingRegistryServiceCreateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Create not implemented")
+}
+func (UnimplementedIndexRuleBindingRegistryServiceServer) Update(context.Context, *IndexRuleBindingRegistryServiceUpdateRequest) (*IndexRuleBindingRegistryServiceUpdateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Update not implemented")
+}
+func (UnimplementedIndexRuleBindingRegistryServiceServer) Delete(context.Context, *IndexRuleBindingRegistryServiceDeleteRequest) (*IndexRuleBindingRegistryServiceDeleteResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Delete not implemented")
+}
+func (UnimplementedIndexRuleBindingRegistryServiceServer) Get(context.Context, *IndexRuleBindingRegistryServiceGetRequest) (*IndexRuleBindingRegistryServiceGetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Get not implemented")
+}
+func (UnimplementedIndexRuleBindingRegistryServiceServer) List(context.Context, *IndexRuleBindingRegistryServiceListRequest) (*IndexRuleBindingRegistryServiceListResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method List not implemented")
+}
+func (UnimplementedIndexRuleBindingRegistryServiceServer) Exist(context.Context, *IndexRuleBindingRegistryServiceExistRequest) (*IndexRuleBindingRegistryServiceExistResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Exist not implemented")
+}
+func (UnimplementedIndexRuleBindingRegistryServiceServer) mustEmbedUnimplementedIndexRuleBindingRegistryServiceServer() {
+}
+func (UnimplementedIndexRuleBindingRegistryServiceServer) testEmbeddedByValue() {}
+
+// UnsafeIndexRuleBindingRegistryServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to IndexRuleBindingRegistryServiceServer will
+// result in compilation errors.
+type UnsafeIndexRuleBindingRegistryServiceServer interface {
+	mustEmbedUnimplementedIndexRuleBindingRegistryServiceServer()
+}
+
+func RegisterIndexRuleBindingRegistryServiceServer(s grpc.ServiceRegistrar, srv IndexRuleBindingRegistryServiceServer) {
+	// If the following call panics, it indicates UnimplementedIndexRuleBindingRegistryServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&IndexRuleBindingRegistryService_ServiceDesc, srv)
+}
+
+func _IndexRuleBindingRegistryService_Create_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(IndexRuleBindingRegistryServiceCreateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IndexRuleBindingRegistryServiceServer).Create(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IndexRuleBindingRegistryService_Create_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IndexRuleBindingRegistryServiceServer).Create(ctx, req.(*IndexRuleBindingRegistryServiceCreateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _IndexRuleBindingRegistryService_Update_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(IndexRuleBindingRegistryServiceUpdateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IndexRuleBindingRegistryServiceServer).Update(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IndexRuleBindingRegistryService_Update_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IndexRuleBindingRegistryServiceServer).Update(ctx, req.(*IndexRuleBindingRegistryServiceUpdateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _IndexRuleBindingRegistryService_Delete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(IndexRuleBindingRegistryServiceDeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IndexRuleBindingRegistryServiceServer).Delete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IndexRuleBindingRegistryService_Delete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IndexRuleBindingRegistryServiceServer).Delete(ctx, req.(*IndexRuleBindingRegistryServiceDeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _IndexRuleBindingRegistryService_Get_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(IndexRuleBindingRegistryServiceGetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IndexRuleBindingRegistryServiceServer).Get(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IndexRuleBindingRegistryService_Get_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IndexRuleBindingRegistryServiceServer).Get(ctx, req.(*IndexRuleBindingRegistryServiceGetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _IndexRuleBindingRegistryService_List_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(IndexRuleBindingRegistryServiceListRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IndexRuleBindingRegistryServiceServer).List(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IndexRuleBindingRegistryService_List_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IndexRuleBindingRegistryServiceServer).List(ctx, req.(*IndexRuleBindingRegistryServiceListRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _IndexRuleBindingRegistryService_Exist_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(IndexRuleBindingRegistryServiceExistRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IndexRuleBindingRegistryServiceServer).Exist(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IndexRuleBindingRegistryService_Exist_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IndexRuleBindingRegistryServiceServer).Exist(ctx, req.(*IndexRuleBindingRegistryServiceExistRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// IndexRuleBindingRegistryService_ServiceDesc is the grpc.ServiceDesc for IndexRuleBindingRegistryService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var IndexRuleBindingRegistryService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "banyandb.database.v1.IndexRuleBindingRegistryService",
+	HandlerType: (*IndexRuleBindingRegistryServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Create",
+			Handler:    _IndexRuleBindingRegistryService_Create_Handler,
+		},
+		{
+			MethodName: "Update",
+			Handler:    _IndexRuleBindingRegistryService_Update_Handler,
+		},
+		{
+			MethodName: "Delete",
+			Handler:    _IndexRuleBindingRegistryService_Delete_Handler,
+		},
+		{
+			MethodName: "Get",
+			Handler:    _IndexRuleBindingRegistryService_Get_Handler,
+		},
+		{
+			MethodName: "List",
+			Handler:    _IndexRuleBindingRegistryService_List_Handler,
+		},
+		{
+			MethodName: "Exist",
+			Handler:    _IndexRuleBindingRegistryService_Exist_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "banyandb/database/v1/rpc.proto",
+}
+
+const (
+	TopNAggregationRegistryService_Create_FullMethodName = "/banyandb.database.v1.TopNAggregationRegistryService/Create"
+	TopNAggregationRegistryService_Update_FullMethodName = "/banyandb.database.v1.TopNAggregationRegistryService/Update"
+	TopNAggregationRegistryService_Delete_FullMethodName = "/banyandb.database.v1.TopNAggregationRegistryService/Delete"
+	TopNAggregationRegistryService_Get_FullMethodName    = "/banyandb.database.v1.TopNAggregationRegistryService/Get"
+	TopNAggregationRegistryService_List_FullMethodName   = "/banyandb.database.v1.TopNAggregationRegistryService/List"
+	TopNAggregationRegistryService_Exist_FullMethodName  = "/banyandb.database.v1.TopNAggregationRegistryService/Exist"
+)
+
+// TopNAggregationRegistryServiceClient is the client API for TopNAggregationRegistryService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+type TopNAggregationRegistryServiceClient interface {
+	Create(ctx context.Context, in *TopNAggregationRegistryServiceCreateRequest, opts ...grpc.CallOption) (*TopNAggregationRegistryServiceCreateResponse, error)
+	Update(ctx context.Context, in *TopNAggregationRegistryServiceUpdateRequest, opts ...grpc.CallOption) (*TopNAggregationRegistryServiceUpdateResponse, error)
+	Delete(ctx context.Context, in *TopNAggregationRegistryServiceDeleteRequest, opts ...grpc.CallOption) (*TopNAggregationRegistryServiceDeleteResponse, error)
+	Get(ctx context.Context, in *TopNAggregationRegistryServiceGetRequest, opts ...grpc.CallOption) (*TopNAggregationRegistryServiceGetResponse, error)
+	List(ctx context.Context, in *TopNAggregationRegistryServiceListRequest, opts ...grpc.CallOption) (*TopNAggregationRegistryServiceListResponse, error)
+	Exist(ctx context.Context, in *TopNAggregationRegistryServiceExistRequest, opts ...grpc.CallOption) (*TopNAggregationRegistryServiceExistResponse, error)
+}
+
+type topNAggregationRegistryServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewTopNAggregationRegistryServiceClient(cc grpc.ClientConnInterface) TopNAggregationRegistryServiceClient {
+	return &topNAggregationRegistryServiceClient{cc}
+}
+
+func (c *topNAggregationRegistryServiceClient) Create(ctx context.Context, in *TopNAggregationRegistryServiceCreateRequest, opts ...grpc.CallOption) (*TopNAggregationRegistryServiceCreateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TopNAggregationRegistryServiceCreateResponse)
+	err := c.cc.Invoke(ctx, TopNAggregationRegistryService_Create_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *topNAggregationRegistryServiceClient) Update(ctx context.Context, in *TopNAggregationRegistryServiceUpdateRequest, opts ...grpc.CallOption) (*TopNAggregationRegistryServiceUpdateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TopNAggregationRegistryServiceUpdateResponse)
+	err := c.cc.Invoke(ctx, TopNAggregationRegistryService_Update_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *topNAggregationRegistryServiceClient) Delete(ctx context.Context, in *TopNAggregationRegistryServiceDeleteRequest, opts ...grpc.CallOption) (*TopNAggregationRegistryServiceDeleteResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TopNAggregationRegistryServiceDeleteResponse)
+	err := c.cc.Invoke(ctx, TopNAggregationRegistryService_Delete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *topNAggregationRegistryServiceClient) Get(ctx context.Context, in *TopNAggregationRegistryServiceGetRequest, opts ...grpc.CallOption) (*TopNAggregationRegistryServiceGetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TopNAggregationRegistryServiceGetResponse)
+	err := c.cc.Invoke(ctx, TopNAggregationRegistryService_Get_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *topNAggregationRegistryServiceClient) List(ctx context.Context, in *TopNAggregationRegistryServiceListRequest, opts ...grpc.CallOption) (*TopNAggregationRegistryServiceListResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TopNAggregationRegistryServiceListResponse)
+	err := c.cc.Invoke(ctx, TopNAggregationRegistryService_List_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *topNAggregationRegistryServiceClient) Exist(ctx context.Context, in *TopNAggregationRegistryServiceExistRequest, opts ...grpc.CallOption) (*TopNAggregationRegistryServiceExistResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TopNAggregationRegistryServiceExistResponse)
+	err := c.cc.Invoke(ctx, TopNAggregationRegistryService_Exist_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// TopNAggregationRegistryServiceServer is the server API for TopNAggregationRegistryService service.
+// All implementations must embed UnimplementedTopNAggregationRegistryServiceServer
+// for forward compatibility.
+type TopNAggregationRegistryServiceServer interface {
+	Create(context.Context, *TopNAggregationRegistryServiceCreateRequest) (*TopNAggregationRegistryServiceCreateResponse, error)
+	Update(context.Context, *TopNAggregationRegistryServiceUpdateRequest) (*TopNAggregationRegistryServiceUpdateResponse, error)
+	Delete(context.Context, *TopNAggregationRegistryServiceDeleteRequest) (*TopNAggregationRegistryServiceDeleteResponse, error)
+	Get(context.Context, *TopNAggregationRegistryServiceGetRequest) (*TopNAggregationRegistryServiceGetResponse, error)
+	List(context.Context, *TopNAggregationRegistryServiceListRequest) (*TopNAggregationRegistryServiceListResponse, error)
+	Exist(context.Context, *TopNAggregationRegistryServiceExistRequest) (*TopNAggregationRegistryServiceExistResponse, error)
+	mustEmbedUnimplementedTopNAggregationRegistryServiceServer()
+}
+
+// UnimplementedTopNAggregationRegistryServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedTopNAggregationRegistryServiceServer struct{}
+
+func (UnimplementedTopNAggregationRegistryServiceServer) Create(context.Context, *TopNAggregationRegistryServiceCreateRequest) (*TopNAggregationRegistryServiceCreateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Create not implemented")
+}
+func (UnimplementedTopNAggregationRegistryServiceServer) Update(context.Context, *TopNAggregationRegistryServiceUpdateRequest) (*TopNAggregationRegistryServiceUpdateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Update not implemented")
+}
+func (UnimplementedTopNAggregationRegistryServiceServer) Delete(context.Context, *TopNAggregationRegistryServiceDeleteRequest) (*TopNAggregationRegistryServiceDeleteResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Delete not implemented")
+}
+func (UnimplementedTopNAggregationRegistryServiceServer) Get(context.Context, *TopNAggregationRegistryServiceGetRequest) (*TopNAggregationRegistryServiceGetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Get not implemented")
+}
+func (UnimplementedTopNAggregationRegistryServiceServer) List(context.Context, *TopNAggregationRegistryServiceListRequest) (*TopNAggregationRegistryServiceListResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method List not implemented")
+}
+func (UnimplementedTopNAggregationRegistryServiceServer) Exist(context.Context, *TopNAggregationRegistryServiceExistRequest) (*TopNAggregationRegistryServiceExistResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Exist not implemented")
+}
+func (UnimplementedTopNAggregationRegistryServiceServer) mustEmbedUnimplementedTopNAggregationRegistryServiceServer() {
+}
+func (UnimplementedTopNAggregationRegistryServiceServer) testEmbeddedByValue() {}
+
+// UnsafeTopNAggregationRegistryServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to TopNAggregationRegistryServiceServer will
+// result in compilation errors.
+type UnsafeTopNAggregationRegistryServiceServer interface {
+	mustEmbedUnimplementedTopNAggregationRegistryServiceServer()
+}
+
+func RegisterTopNAggregationRegistryServiceServer(s grpc.ServiceRegistrar, srv TopNAggregationRegistryServiceServer) {
+	// If the following call panics, it indicates UnimplementedTopNAggregationRegistryServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&TopNAggregationRegistryService_ServiceDesc, srv)
+}
+
+func _TopNAggregationRegistryService_Create_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TopNAggregationRegistryServiceCreateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TopNAggregationRegistryServiceServer).Create(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TopNAggregationRegistryService_Create_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TopNAggregationRegistryServiceServer).Create(ctx, req.(*TopNAggregationRegistryServiceCreateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TopNAggregationRegistryService_Update_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TopNAggregationRegistryServiceUpdateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TopNAggregationRegistryServiceServer).Update(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TopNAggregationRegistryService_Update_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TopNAggregationRegistryServiceServer).Update(ctx, req.(*TopNAggregationRegistryServiceUpdateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TopNAggregationRegistryService_Delete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TopNAggregationRegistryServiceDeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TopNAggregationRegistryServiceServer).Delete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TopNAggregationRegistryService_Delete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TopNAggregationRegistryServiceServer).Delete(ctx, req.(*TopNAggregationRegistryServiceDeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TopNAggregationRegistryService_Get_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TopNAggregationRegistryServiceGetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TopNAggregationRegistryServiceServer).Get(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TopNAggregationRegistryService_Get_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TopNAggregationRegistryServiceServer).Get(ctx, req.(*TopNAggregationRegistryServiceGetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TopNAggregationRegistryService_List_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TopNAggregationRegistryServiceListRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TopNAggregationRegistryServiceServer).List(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TopNAggregationRegistryService_List_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TopNAggregationRegistryServiceServer).List(ctx, req.(*TopNAggregationRegistryServiceListRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TopNAggregationRegistryService_Exist_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TopNAggregationRegistryServiceExistRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TopNAggregationRegistryServiceServer).Exist(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TopNAggregationRegistryService_Exist_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TopNAggregationRegistryServiceServer).Exist(ctx, req.(*TopNAggregationRegistryServiceExistRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// TopNAggregationRegistryService_ServiceDesc is the grpc.ServiceDesc for TopNAggregationRegistryService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var TopNAggregationRegistryService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "banyandb.database.v1.TopNAggregationRegistryService",
+	HandlerType: (*TopNAggregationRegistryServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Create",
+			Handler:    _TopNAggregationRegistryService_Create_Handler,
+		},
+		{
+			MethodName: "Update",
+			Handler:    _TopNAggregationRegistryService_Update_Handler,
+		},
+		{
+			MethodName: "Delete",
+			Handler:    _TopNAggregationRegistryService_Delete_Handler,
+		},
+		{
+			MethodName: "Get",
+			Handler:    _TopNAggregationRegistryService_Get_Handler,
+		},
+		{
+			MethodName: "List",
+			Handler:    _TopNAggregationRegistryService_List_Handler,
+		},
+		{
+			MethodName: "Exist",
+			Handler:    _TopNAggregationRegistryService_Exist_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "banyandb/database/v1/rpc.proto",
+}
+
+const (
+	TraceRegistryService_Create_FullMethodName = "/banyandb.database.v1.TraceRegistryService/Create"
+	TraceRegistryService_Update_FullMethodName = "/banyandb.database.v1.TraceRegistryService/Update"
+	TraceRegistryService_Delete_FullMethodName = "/banyandb.database.v1.TraceRegistryService/Delete"
+	TraceRegistryService_Get_FullMethodName    = "/banyandb.database.v1.TraceRegistryService/Get"
+	TraceRegistryService_List_FullMethodName   = "/banyandb.database.v1.TraceRegistryService/List"
+	TraceRegistryService_Exist_FullMethodName  = "/banyandb.database.v1.TraceRegistryService/Exist"
+)
+
+// TraceRegistryServiceClient is the client API for TraceRegistryService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+type TraceRegistryServiceClient interface {
+	Create(ctx context.Context, in *TraceRegistryServiceCreateRequest, opts ...grpc.CallOption) (*TraceRegistryServiceCreateResponse, error)
+	Update(ctx context.Context, in *TraceRegistryServiceUpdateRequest, opts ...grpc.CallOption) (*TraceRegistryServiceUpdateResponse, error)
+	Delete(ctx context.Context, in *TraceRegistryServiceDeleteRequest, opts ...grpc.CallOption) (*TraceRegistryServiceDeleteResponse, error)
+	Get(ctx context.Context, in *TraceRegistryServiceGetRequest, opts ...grpc.CallOption) (*TraceRegistryServiceGetResponse, error)
+	List(ctx context.Context, in *TraceRegistryServiceListRequest, opts ...grpc.CallOption) (*TraceRegistryServiceListResponse, error)
+	Exist(ctx context.Context, in *TraceRegistryServiceExistRequest, opts ...grpc.CallOption) (*TraceRegistryServiceExistResponse, error)
+}
+
+type traceRegistryServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewTraceRegistryServiceClient(cc grpc.ClientConnInterface) TraceRegistryServiceClient {
+	return &traceRegistryServiceClient{cc}
+}
+
+func (c *traceRegistryServiceClient) Create(ctx context.Context, in *TraceRegistryServiceCreateRequest, opts ...grpc.CallOption) (*TraceRegistryServiceCreateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TraceRegistryServiceCreateResponse)
+	err := c.cc.Invoke(ctx, TraceRegistryService_Create_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *traceRegistryServiceClient) Update(ctx context.Context, in *TraceRegistryServiceUpdateRequest, opts ...grpc.CallOption) (*TraceRegistryServiceUpdateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TraceRegistryServiceUpdateResponse)
+	err := c.cc.Invoke(ctx, TraceRegistryService_Update_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *traceRegistryServiceClient) Delete(ctx context.Context, in *TraceRegistryServiceDeleteRequest, opts ...grpc.CallOption) (*TraceRegistryServiceDeleteResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TraceRegistryServiceDeleteResponse)
+	err := c.cc.Invoke(ctx, TraceRegistryService_Delete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *traceRegistryServiceClient) Get(ctx context.Context, in *TraceRegistryServiceGetRequest, opts ...grpc.CallOption) (*TraceRegistryServiceGetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TraceRegistryServiceGetResponse)
+	err := c.cc.Invoke(ctx, TraceRegistryService_Get_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *traceRegistryServiceClient) List(ctx context.Context, in *TraceRegistryServiceListRequest, opts ...grpc.CallOption) (*TraceRegistryServiceListResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TraceRegistryServiceListResponse)
+	err := c.cc.Invoke(ctx, TraceRegistryService_List_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *traceRegistryServiceClient) Exist(ctx context.Context, in *TraceRegistryServiceExistRequest, opts ...grpc.CallOption) (*TraceRegistryServiceExistResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TraceRegistryServiceExistResponse)
+	err := c.cc.Invoke(ctx, TraceRegistryService_Exist_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// TraceRegistryServiceServer is the server API for TraceRegistryService service.
+// All implementations must embed UnimplementedTraceRegistryServiceServer
+// for forward compatibility.
+type TraceRegistryServiceServer interface {
+	Create(context.Context, *TraceRegistryServiceCreateRequest) (*TraceRegistryServiceCreateResponse, error)
+	Update(context.Context, *TraceRegistryServiceUpdateRequest) (*TraceRegistryServiceUpdateResponse, error)
+	Delete(context.Context, *TraceRegistryServiceDeleteRequest) (*TraceRegistryServiceDeleteResponse, error)
+	Get(context.Context, *TraceRegistryServiceGetRequest) (*TraceRegistryServiceGetResponse, error)
+	List(context.Context, *TraceRegistryServiceListRequest) (*TraceRegistryServiceListResponse, error)
+	Exist(context.Context, *TraceRegistryServiceExistRequest) (*TraceRegistryServiceExistResponse, error)
+	mustEmbedUnimplementedTraceRegistryServiceServer()
+}
+
+// UnimplementedTraceRegistryServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedTraceRegistryServiceServer struct{}
+
+func (UnimplementedTraceRegistryServiceServer) Create(context.Context, *TraceRegistryServiceCreateRequest) (*TraceRegistryServiceCreateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Create not implemented")
+}
+func (UnimplementedTraceRegistryServiceServer) Update(context.Context, *TraceRegistryServiceUpdateRequest) (*TraceRegistryServiceUpdateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Update not implemented")
+}
+func (UnimplementedTraceRegistryServiceServer) Delete(context.Context, *TraceRegistryServiceDeleteRequest) (*TraceRegistryServiceDeleteResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Delete not implemented")
+}
+func (UnimplementedTraceRegistryServiceServer) Get(context.Context, *TraceRegistryServiceGetRequest) (*TraceRegistryServiceGetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Get not implemented")
+}
+func (UnimplementedTraceRegistryServiceServer) List(context.Context, *TraceRegistryServiceListRequest) (*TraceRegistryServiceListResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method List not implemented")
+}
+func (UnimplementedTraceRegistryServiceServer) Exist(context.Context, *TraceRegistryServiceExistRequest) (*TraceRegistryServiceExistResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Exist not implemented")
+}
+func (UnimplementedTraceRegistryServiceServer) mustEmbedUnimplementedTraceRegistryServiceServer() {}
+func (UnimplementedTraceRegistryServiceServer) testEmbeddedByValue()                              {}
+
+// UnsafeTraceRegistryServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to TraceRegistryServiceServer will
+// result in compilation errors.
+type UnsafeTraceRegistryServiceServer interface {
+	mustEmbedUnimplementedTraceRegistryServiceServer()
+}
+
+func RegisterTraceRegistryServiceServer(s grpc.ServiceRegistrar, srv TraceRegistryServiceServer) {
+	// If the following call panics, it indicates UnimplementedTraceRegistryServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&TraceRegistryService_ServiceDesc, srv)
+}
+
+func _TraceRegistryService_Create_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TraceRegistryServiceCreateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TraceRegistryServiceServer).Create(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TraceRegistryService_Create_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TraceRegistryServiceServer).Create(ctx, req.(*TraceRegistryServiceCreateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TraceRegistryService_Update_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TraceRegistryServiceUpdateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TraceRegistryServiceServer).Update(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TraceRegistryService_Update_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TraceRegistryServiceServer).Update(ctx, req.(*TraceRegistryServiceUpdateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TraceRegistryService_Delete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TraceRegistryServiceDeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TraceRegistryServiceServer).Delete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TraceRegistryService_Delete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TraceRegistryServiceServer).Delete(ctx, req.(*TraceRegistryServiceDeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TraceRegistryService_Get_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TraceRegistryServiceGetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TraceRegistryServiceServer).Get(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TraceRegistryService_Get_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TraceRegistryServiceServer).Get(ctx, req.(*TraceRegistryServiceGetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TraceRegistryService_List_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TraceRegistryServiceListRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TraceRegistryServiceServer).List(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TraceRegistryService_List_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TraceRegistryServiceServer).List(ctx, req.(*TraceRegistryServiceListRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TraceRegistryService_Exist_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TraceRegistryServiceExistRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TraceRegistryServiceServer).Exist(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TraceRegistryService_Exist_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TraceRegistryServiceServer).Exist(ctx, req.(*TraceRegistryServiceExistRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// TraceRegistryService_ServiceDesc is the grpc.ServiceDesc for TraceRegistryService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var TraceRegistryService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "banyandb.database.v1.TraceRegistryService",
+	HandlerType: (*TraceRegistryServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Create",
+			Handler:    _TraceRegistryService_Create_Handler,
+		},
+		{
+			MethodName: "Update",
+			Handler:    _TraceRegistryService_Update_Handler,
+		},
+		{
+			MethodName: "Delete",
+			Handler:    _TraceRegistryService_Delete_Handler,
+		},
+		{
+			MethodName: "Get",
+			Handler:    _TraceRegistryService_Get_Handler,
+		},
+		{
+			MethodName: "List",
+			Handler:    _TraceRegistryService_List_Handler,
+		},
+		{
+			MethodName: "Exist",
+			Handler:    _TraceRegistryService_Exist_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "banyandb/database/v1/rpc.proto",
+}
+
+const (
+	PropertyRegistryService_Create_FullMethodName = "/banyandb.database.v1.PropertyRegistryService/Create"
+	PropertyRegistryService_Update_FullMethodName = "/banyandb.database.v1.PropertyRegistryService/Update"
+	PropertyRegistryService_Delete_FullMethodName = "/banyandb.database.v1.PropertyRegistryService/Delete"
+	PropertyRegistryService_Get_FullMethodName    = "/banyandb.database.v1.PropertyRegistryService/Get"
+	PropertyRegistryService_List_FullMethodName   = "/banyandb.database.v1.PropertyRegistryService/List"
+	PropertyRegistryService_Exist_FullMethodName  = "/banyandb.database.v1.PropertyRegistryService/Exist"
+)
+
+// PropertyRegistryServiceClient is the client API for PropertyRegistryService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+type PropertyRegistryServiceClient interface {
+	Create(ctx context.Context, in *PropertyRegistryServiceCreateRequest, opts ...grpc.CallOption) (*PropertyRegistryServiceCreateResponse, error)
+	Update(ctx context.Context, in *PropertyRegistryServiceUpdateRequest, opts ...grpc.CallOption) (*PropertyRegistryServiceUpdateResponse, error)
+	Delete(ctx context.Context, in *PropertyRegistryServiceDeleteRequest, opts ...grpc.CallOption) (*PropertyRegistryServiceDeleteResponse, error)
+	Get(ctx context.Context, in *PropertyRegistryServiceGetRequest, opts ...grpc.CallOption) (*PropertyRegistryServiceGetResponse, error)
+	List(ctx context.Context, in *PropertyRegistryServiceListRequest, opts ...grpc.CallOption) (*PropertyRegistryServiceListResponse, error)
+	Exist(ctx context.Context, in *PropertyRegistryServiceExistRequest, opts ...grpc.CallOption) (*PropertyRegistryServiceExistResponse, error)
+}
+
+type propertyRegistryServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewPropertyRegistryServiceClient(cc grpc.ClientConnInterface) PropertyRegistryServiceClient {
+	return &propertyRegistryServiceClient{cc}
+}
+
+func (c *propertyRegistryServiceClient) Create(ctx context.Context, in *PropertyRegistryServiceCreateRequest, opts ...grpc.CallOption) (*PropertyRegistryServiceCreateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PropertyRegistryServiceCreateResponse)
+	err := c.cc.Invoke(ctx, PropertyRegistryService_Create_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *propertyRegistryServiceClient) Update(ctx context.Context, in *PropertyRegistryServiceUpdateRequest, opts ...grpc.CallOption) (*PropertyRegistryServiceUpdateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PropertyRegistryServiceUpdateResponse)
+	err := c.cc.Invoke(ctx, PropertyRegistryService_Update_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *propertyRegistryServiceClient) Delete(ctx context.Context, in *PropertyRegistryServiceDeleteRequest, opts ...grpc.CallOption) (*PropertyRegistryServiceDeleteResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PropertyRegistryServiceDeleteResponse)
+	err := c.cc.Invoke(ctx, PropertyRegistryService_Delete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *propertyRegistryServiceClient) Get(ctx context.Context, in *PropertyRegistryServiceGetRequest, opts ...grpc.CallOption) (*PropertyRegistryServiceGetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PropertyRegistryServiceGetResponse)
+	err := c.cc.Invoke(ctx, PropertyRegistryService_Get_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *propertyRegistryServiceClient) List(ctx context.Context, in *PropertyRegistryServiceListRequest, opts ...grpc.CallOption) (*PropertyRegistryServiceListResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PropertyRegistryServiceListResponse)
+	err := c.cc.Invoke(ctx, PropertyRegistryService_List_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *propertyRegistryServiceClient) Exist(ctx context.Context, in *PropertyRegistryServiceExistRequest, opts ...grpc.CallOption) (*PropertyRegistryServiceExistResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PropertyRegistryServiceExistResponse)
+	err := c.cc.Invoke(ctx, PropertyRegistryService_Exist_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// PropertyRegistryServiceServer is the server API for PropertyRegistryService service.
+// All implementations must embed UnimplementedPropertyRegistryServiceServer
+// for forward compatibility.
+type PropertyRegistryServiceServer interface {
+	Create(context.Context, *PropertyRegistryServiceCreateRequest) (*PropertyRegistryServiceCreateResponse, error)
+	Update(context.Context, *PropertyRegistryServiceUpdateRequest) (*PropertyRegistryServiceUpdateResponse, error)
+	Delete(context.Context, *PropertyRegistryServiceDeleteRequest) (*PropertyRegistryServiceDeleteResponse, error)
+	Get(context.Context, *PropertyRegistryServiceGetRequest) (*PropertyRegistryServiceGetResponse, error)
+	List(context.Context, *PropertyRegistryServiceListRequest) (*PropertyRegistryServiceListResponse, error)
+	Exist(context.Context, *PropertyRegistryServiceExistRequest) (*PropertyRegistryServiceExistResponse, error)
+	mustEmbedUnimplementedPropertyRegistryServiceServer()
+}
+
+// UnimplementedPropertyRegistryServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedPropertyRegistryServiceServer struct{}
+
+func (UnimplementedPropertyRegistryServiceServer) Create(context.Context, *PropertyRegistryServiceCreateRequest) (*PropertyRegistryServiceCreateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Create not implemented")
+}
+func (UnimplementedPropertyRegistryServiceServer) Update(context.Context, *PropertyRegistryServiceUpdateRequest) (*PropertyRegistryServiceUpdateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Update not implemented")
+}
+func (UnimplementedPropertyRegistryServiceServer) Delete(context.Context, *PropertyRegistryServiceDeleteRequest) (*PropertyRegistryServiceDeleteResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Delete not implemented")
+}
+func (UnimplementedPropertyRegistryServiceServer) Get(context.Context, *PropertyRegistryServiceGetRequest) (*PropertyRegistryServiceGetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Get not implemented")
+}
+func (UnimplementedPropertyRegistryServiceServer) List(context.Context, *PropertyRegistryServiceListRequest) (*PropertyRegistryServiceListResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method List not implemented")
+}
+func (UnimplementedPropertyRegistryServiceServer) Exist(context.Context, *PropertyRegistryServiceExistRequest) (*PropertyRegistryServiceExistResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Exist not implemented")
+}
+func (UnimplementedPropertyRegistryServiceServer) mustEmbedUnimplementedPropertyRegistryServiceServer() {
+}
+func (UnimplementedPropertyRegistryServiceServer) testEmbeddedByValue() {}
+
+// UnsafePropertyRegistryServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to PropertyRegistryServiceServer will
+// result in compilation errors.
+type UnsafePropertyRegistryServiceServer interface {
+	mustEmbedUnimplementedPropertyRegistryServiceServer()
+}
+
+func RegisterPropertyRegistryServiceServer(s grpc.ServiceRegistrar, srv PropertyRegistryServiceServer) {
+	// If the following call panics, it indicates UnimplementedPropertyRegistryServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&PropertyRegistryService_ServiceDesc, srv)
+}
+
+func _PropertyRegistryService_Create_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PropertyRegistryServiceCreateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PropertyRegistryServiceServer).Create(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PropertyRegistryService_Create_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PropertyRegistryServiceServer).Create(ctx, req.(*PropertyRegistryServiceCreateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PropertyRegistryService_Update_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PropertyRegistryServiceUpdateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PropertyRegistryServiceServer).Update(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PropertyRegistryService_Update_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PropertyRegistryServiceServer).Update(ctx, req.(*PropertyRegistryServiceUpdateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PropertyRegistryService_Delete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PropertyRegistryServiceDeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PropertyRegistryServiceServer).Delete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PropertyRegistryService_Delete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PropertyRegistryServiceServer).Delete(ctx, req.(*PropertyRegistryServiceDeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PropertyRegistryService_Get_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PropertyRegistryServiceGetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PropertyRegistryServiceServer).Get(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PropertyRegistryService_Get_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PropertyRegistryServiceServer).Get(ctx, req.(*PropertyRegistryServiceGetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PropertyRegistryService_List_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PropertyRegistryServiceListRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PropertyRegistryServiceServer).List(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PropertyRegistryService_List_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PropertyRegistryServiceServer).List(ctx, req.(*PropertyRegistryServiceListRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PropertyRegistryService_Exist_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PropertyRegistryServiceExistRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PropertyRegistryServiceServer).Exist(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PropertyRegistryService_Exist_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PropertyRegistryServiceServer).Exist(ctx, req.(*PropertyRegistryServiceExistRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// PropertyRegistryService_ServiceDesc is the grpc.ServiceDesc for PropertyRegistryService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var PropertyRegistryService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "banyandb.database.v1.PropertyRegistryService",
+	HandlerType: (*PropertyRegistryServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Create",
+			Handler:    _PropertyRegistryService_Create_Handler,
+		},
+		{
+			MethodName: "Update",
+			Handler:    _PropertyRegistryService_Update_Handler,
+		},
+		{
+			MethodName: "Delete",
+			Handler:    _PropertyRegistryService_Delete_Handler,
+		},
+		{
+			MethodName: "Get",
+			Handler:    _PropertyRegistryService_Get_Handler,
+		},
+		{
+			MethodName: "List",
+			Handler:    _PropertyRegistryService_List_Handler,
+		},
+		{
+			MethodName: "Exist",
+			Handler:    _PropertyRegistryService_Exist_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "banyandb/database/v1/rpc.proto",
+}

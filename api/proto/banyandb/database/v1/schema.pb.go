@@ -10,6 +10,7 @@ package v1
 
 import (
 	v1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
+	v11 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -231,6 +232,58 @@ func (x CompressionMethod) Number() protoreflect.EnumNumber {
 // Deprecated: Use CompressionMethod.Descriptor instead.
 func (CompressionMethod) EnumDescriptor() ([]byte, []int) {
 	return file_banyandb_database_v1_schema_proto_rawDescGZIP(), []int{3}
+}
+
+type IndexRule_Type int32
+
+const (
+	IndexRule_TYPE_UNSPECIFIED IndexRule_Type = 0
+	IndexRule_TYPE_INVERTED    IndexRule_Type = 1
+	IndexRule_TYPE_SKIPPING    IndexRule_Type = 2
+	IndexRule_TYPE_TREE        IndexRule_Type = 3
+)
+
+// Enum value maps for IndexRule_Type.
+var (
+	IndexRule_Type_name = map[int32]string{
+		0: "TYPE_UNSPECIFIED",
+		1: "TYPE_INVERTED",
+		2: "TYPE_SKIPPING",
+		3: "TYPE_TREE",
+	}
+	IndexRule_Type_value = map[string]int32{
+		"TYPE_UNSPECIFIED": 0,
+		"TYPE_INVERTED":    1,
+		"TYPE_SKIPPING":    2,
+		"TYPE_TREE":        3,
+	}
+)
+
+func (x IndexRule_Type) Enum() *IndexRule_Type {
+	p := new(IndexRule_Type)
+	*p = x
+	return p
+}
+
+func (x IndexRule_Type) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (IndexRule_Type) Descriptor() protoreflect.EnumDescriptor {
+	return file_banyandb_database_v1_schema_proto_enumTypes[4].Descriptor()
+}
+
+func (IndexRule_Type) Type() protoreflect.EnumType {
+	return &file_banyandb_database_v1_schema_proto_enumTypes[4]
+}
+
+func (x IndexRule_Type) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use IndexRule_Type.Descriptor instead.
+func (IndexRule_Type) EnumDescriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_schema_proto_rawDescGZIP(), []int{8, 0}
 }
 
 type TagFamilySpec struct {
@@ -760,11 +813,551 @@ func (x *SchemaInfo) GetTopnAggregations() []string {
 	return nil
 }
 
+// IndexRule asks for an index over tags of the streams, measures or traces
+// it is bound to (IndexRuleBinding). Rules live in a group and are shared
+// by the subjects of that group that bind them.
+type IndexRule struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Metadata  *v1.Metadata           `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Tags      []string               `protobuf:"bytes,2,rep,name=tags,proto3" json:"tags,omitempty"`
+	Type      IndexRule_Type         `protobuf:"varint,3,opt,name=type,proto3,enum=banyandb.database.v1.IndexRule_Type" json:"type,omitempty"`
+	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// analyzer names the text analyzer of an inverted index ("keyword",
+	// "standard", "simple", "url"); empty indexes values whole.
+	Analyzer      string `protobuf:"bytes,5,opt,name=analyzer,proto3" json:"analyzer,omitempty"`
+	NoSort        bool   `protobuf:"varint,6,opt,name=no_sort,json=noSort,proto3" json:"no_sort,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexRule) Reset() {
+	*x = IndexRule{}
+	mi := &file_banyandb_database_v1_schema_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRule) ProtoMessage() {}
+
+func (x *IndexRule) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_schema_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRule.ProtoReflect.Descriptor instead.
+func (*IndexRule) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_schema_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *IndexRule) GetMetadata() *v1.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *IndexRule) GetTags() []string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+func (x *IndexRule) GetType() IndexRule_Type {
+	if x != nil {
+		return x.Type
+	}
+	return IndexRule_TYPE_UNSPECIFIED
+}
+
+func (x *IndexRule) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+func (x *IndexRule) GetAnalyzer() string {
+	if x != nil {
+		return x.Analyzer
+	}
+	return ""
+}
+
+func (x *IndexRule) GetNoSort() bool {
+	if x != nil {
+		return x.NoSort
+	}
+	return false
+}
+
+// Subject names the stream, measure or trace of the binding's group that
+// an IndexRuleBinding applies its rules to.
+type Subject struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Catalog       v1.Catalog             `protobuf:"varint,1,opt,name=catalog,proto3,enum=banyandb.common.v1.Catalog" json:"catalog,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Subject) Reset() {
+	*x = Subject{}
+	mi := &file_banyandb_database_v1_schema_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Subject) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Subject) ProtoMessage() {}
+
+func (x *Subject) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_schema_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Subject.ProtoReflect.Descriptor instead.
+func (*Subject) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_schema_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Subject) GetCatalog() v1.Catalog {
+	if x != nil {
+		return x.Catalog
+	}
+	return v1.Catalog(0)
+}
+
+func (x *Subject) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// IndexRuleBinding applies rules of its group to one subject between
+// begin_at and expire_at.
+type IndexRuleBinding struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *v1.Metadata           `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Rules         []string               `protobuf:"bytes,2,rep,name=rules,proto3" json:"rules,omitempty"`
+	Subject       *Subject               `protobuf:"bytes,3,opt,name=subject,proto3" json:"subject,omitempty"`
+	BeginAt       *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=begin_at,json=beginAt,proto3" json:"begin_at,omitempty"`
+	ExpireAt      *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=expire_at,json=expireAt,proto3" json:"expire_at,omitempty"`
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexRuleBinding) Reset() {
+	*x = IndexRuleBinding{}
+	mi := &file_banyandb_database_v1_schema_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRuleBinding) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRuleBinding) ProtoMessage() {}
+
+func (x *IndexRuleBinding) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_schema_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRuleBinding.ProtoReflect.Descriptor instead.
+func (*IndexRuleBinding) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_schema_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *IndexRuleBinding) GetMetadata() *v1.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *IndexRuleBinding) GetRules() []string {
+	if x != nil {
+		return x.Rules
+	}
+	return nil
+}
+
+func (x *IndexRuleBinding) GetSubject() *Subject {
+	if x != nil {
+		return x.Subject
+	}
+	return nil
+}
+
+func (x *IndexRuleBinding) GetBeginAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.BeginAt
+	}
+	return nil
+}
+
+func (x *IndexRuleBinding) GetExpireAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpireAt
+	}
+	return nil
+}
+
+func (x *IndexRuleBinding) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+// TopNAggregation keeps a measure's top (or bottom) N series by one field,
+// grouped by tags, for the TopN query.
+type TopNAggregation struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *v1.Metadata           `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	SourceMeasure *v1.Metadata           `protobuf:"bytes,2,opt,name=source_measure,json=sourceMeasure,proto3" json:"source_measure,omitempty"`
+	FieldName     string                 `protobuf:"bytes,3,opt,name=field_name,json=fieldName,proto3" json:"field_name,omitempty"`
+	// field_value_sort: DESC keeps the top N, ASC the bottom N, unspecified both.
+	FieldValueSort  v11.Sort `protobuf:"varint,4,opt,name=field_value_sort,json=fieldValueSort,proto3,enum=banyandb.model.v1.Sort" json:"field_value_sort,omitempty"`
+	GroupByTagNames []string `protobuf:"bytes,5,rep,name=group_by_tag_names,json=groupByTagNames,proto3" json:"group_by_tag_names,omitempty"`
+	// criteria selects the data points counted.
+	Criteria       *v11.Criteria          `protobuf:"bytes,6,opt,name=criteria,proto3" json:"criteria,omitempty"`
+	CountersNumber int32                  `protobuf:"varint,7,opt,name=counters_number,json=countersNumber,proto3" json:"counters_number,omitempty"`
+	LruSize        int32                  `protobuf:"varint,8,opt,name=lru_size,json=lruSize,proto3" json:"lru_size,omitempty"`
+	UpdatedAt      *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *TopNAggregation) Reset() {
+	*x = TopNAggregation{}
+	mi := &file_banyandb_database_v1_schema_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopNAggregation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopNAggregation) ProtoMessage() {}
+
+func (x *TopNAggregation) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_schema_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopNAggregation.ProtoReflect.Descriptor instead.
+func (*TopNAggregation) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_schema_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *TopNAggregation) GetMetadata() *v1.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *TopNAggregation) GetSourceMeasure() *v1.Metadata {
+	if x != nil {
+		return x.SourceMeasure
+	}
+	return nil
+}
+
+func (x *TopNAggregation) GetFieldName() string {
+	if x != nil {
+		return x.FieldName
+	}
+	return ""
+}
+
+func (x *TopNAggregation) GetFieldValueSort() v11.Sort {
+	if x != nil {
+		return x.FieldValueSort
+	}
+	return v11.Sort(0)
+}
+
+func (x *TopNAggregation) GetGroupByTagNames() []string {
+	if x != nil {
+		return x.GroupByTagNames
+	}
+	return nil
+}
+
+func (x *TopNAggregation) GetCriteria() *v11.Criteria {
+	if x != nil {
+		return x.Criteria
+	}
+	return nil
+}
+
+func (x *TopNAggregation) GetCountersNumber() int32 {
+	if x != nil {
+		return x.CountersNumber
+	}
+	return 0
+}
+
+func (x *TopNAggregation) GetLruSize() int32 {
+	if x != nil {
+		return x.LruSize
+	}
+	return 0
+}
+
+func (x *TopNAggregation) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+// Property is the schema of a property: a small mutable record addressed by
+// group, name and id.
+type Property struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *v1.Metadata           `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Tags          []*TagSpec             `protobuf:"bytes,2,rep,name=tags,proto3" json:"tags,omitempty"`
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Property) Reset() {
+	*x = Property{}
+	mi := &file_banyandb_database_v1_schema_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Property) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Property) ProtoMessage() {}
+
+func (x *Property) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_schema_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Property.ProtoReflect.Descriptor instead.
+func (*Property) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_schema_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Property) GetMetadata() *v1.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *Property) GetTags() []*TagSpec {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+func (x *Property) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+type TraceTagSpec struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Type          TagType                `protobuf:"varint,2,opt,name=type,proto3,enum=banyandb.database.v1.TagType" json:"type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceTagSpec) Reset() {
+	*x = TraceTagSpec{}
+	mi := &file_banyandb_database_v1_schema_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceTagSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceTagSpec) ProtoMessage() {}
+
+func (x *TraceTagSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_schema_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceTagSpec.ProtoReflect.Descriptor instead.
+func (*TraceTagSpec) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_schema_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *TraceTagSpec) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TraceTagSpec) GetType() TagType {
+	if x != nil {
+		return x.Type
+	}
+	return TagType_TAG_TYPE_UNSPECIFIED
+}
+
+// Trace is the schema of spans grouped by trace id.
+type Trace struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Metadata         *v1.Metadata           `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Tags             []*TraceTagSpec        `protobuf:"bytes,2,rep,name=tags,proto3" json:"tags,omitempty"`
+	TraceIdTagName   string                 `protobuf:"bytes,3,opt,name=trace_id_tag_name,json=traceIdTagName,proto3" json:"trace_id_tag_name,omitempty"`
+	TimestampTagName string                 `protobuf:"bytes,4,opt,name=timestamp_tag_name,json=timestampTagName,proto3" json:"timestamp_tag_name,omitempty"`
+	UpdatedAt        *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	SpanIdTagName    string                 `protobuf:"bytes,6,opt,name=span_id_tag_name,json=spanIdTagName,proto3" json:"span_id_tag_name,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *Trace) Reset() {
+	*x = Trace{}
+	mi := &file_banyandb_database_v1_schema_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Trace) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Trace) ProtoMessage() {}
+
+func (x *Trace) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_database_v1_schema_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Trace.ProtoReflect.Descriptor instead.
+func (*Trace) Descriptor() ([]byte, []int) {
+	return file_banyandb_database_v1_schema_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Trace) GetMetadata() *v1.Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *Trace) GetTags() []*TraceTagSpec {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+func (x *Trace) GetTraceIdTagName() string {
+	if x != nil {
+		return x.TraceIdTagName
+	}
+	return ""
+}
+
+func (x *Trace) GetTimestampTagName() string {
+	if x != nil {
+		return x.TimestampTagName
+	}
+	return ""
+}
+
+func (x *Trace) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+func (x *Trace) GetSpanIdTagName() string {
+	if x != nil {
+		return x.SpanIdTagName
+	}
+	return ""
+}
+
 var File_banyandb_database_v1_schema_proto protoreflect.FileDescriptor
 
 const file_banyandb_database_v1_schema_proto_rawDesc = "" +
 	"\n" +
-	"!banyandb/database/v1/schema.proto\x12\x14banyandb.database.v1\x1a\x1fbanyandb/common/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"V\n" +
+	"!banyandb/database/v1/schema.proto\x12\x14banyandb.database.v1\x1a\x1fbanyandb/common/v1/common.proto\x1a\x1dbanyandb/model/v1/query.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"V\n" +
 	"\rTagFamilySpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x121\n" +
 	"\x04tags\x18\x02 \x03(\v2\x1d.banyandb.database.v1.TagSpecR\x04tags\"P\n" +
@@ -809,7 +1402,59 @@ const file_banyandb_database_v1_schema_proto_rawDesc = "" +
 	"\vindex_rules\x18\x05 \x03(\tR\n" +
 	"indexRules\x12.\n" +
 	"\x13index_rule_bindings\x18\x06 \x03(\tR\x11indexRuleBindings\x12+\n" +
-	"\x11topn_aggregations\x18\a \x03(\tR\x10topnAggregations*\xaf\x01\n" +
+	"\x11topn_aggregations\x18\a \x03(\tR\x10topnAggregations\"\xd6\x02\n" +
+	"\tIndexRule\x128\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1c.banyandb.common.v1.MetadataR\bmetadata\x12\x12\n" +
+	"\x04tags\x18\x02 \x03(\tR\x04tags\x128\n" +
+	"\x04type\x18\x03 \x01(\x0e2$.banyandb.database.v1.IndexRule.TypeR\x04type\x129\n" +
+	"\n" +
+	"updated_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x1a\n" +
+	"\banalyzer\x18\x05 \x01(\tR\banalyzer\x12\x17\n" +
+	"\ano_sort\x18\x06 \x01(\bR\x06noSort\"Q\n" +
+	"\x04Type\x12\x14\n" +
+	"\x10TYPE_UNSPECIFIED\x10\x00\x12\x11\n" +
+	"\rTYPE_INVERTED\x10\x01\x12\x11\n" +
+	"\rTYPE_SKIPPING\x10\x02\x12\r\n" +
+	"\tTYPE_TREE\x10\x03\"T\n" +
+	"\aSubject\x125\n" +
+	"\acatalog\x18\x01 \x01(\x0e2\x1b.banyandb.common.v1.CatalogR\acatalog\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\xc6\x02\n" +
+	"\x10IndexRuleBinding\x128\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1c.banyandb.common.v1.MetadataR\bmetadata\x12\x14\n" +
+	"\x05rules\x18\x02 \x03(\tR\x05rules\x127\n" +
+	"\asubject\x18\x03 \x01(\v2\x1d.banyandb.database.v1.SubjectR\asubject\x125\n" +
+	"\bbegin_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\abeginAt\x127\n" +
+	"\texpire_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\bexpireAt\x129\n" +
+	"\n" +
+	"updated_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xd7\x03\n" +
+	"\x0fTopNAggregation\x128\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1c.banyandb.common.v1.MetadataR\bmetadata\x12C\n" +
+	"\x0esource_measure\x18\x02 \x01(\v2\x1c.banyandb.common.v1.MetadataR\rsourceMeasure\x12\x1d\n" +
+	"\n" +
+	"field_name\x18\x03 \x01(\tR\tfieldName\x12A\n" +
+	"\x10field_value_sort\x18\x04 \x01(\x0e2\x17.banyandb.model.v1.SortR\x0efieldValueSort\x12+\n" +
+	"\x12group_by_tag_names\x18\x05 \x03(\tR\x0fgroupByTagNames\x127\n" +
+	"\bcriteria\x18\x06 \x01(\v2\x1b.banyandb.model.v1.CriteriaR\bcriteria\x12'\n" +
+	"\x0fcounters_number\x18\a \x01(\x05R\x0ecountersNumber\x12\x19\n" +
+	"\blru_size\x18\b \x01(\x05R\alruSize\x129\n" +
+	"\n" +
+	"updated_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xb2\x01\n" +
+	"\bProperty\x128\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1c.banyandb.common.v1.MetadataR\bmetadata\x121\n" +
+	"\x04tags\x18\x02 \x03(\v2\x1d.banyandb.database.v1.TagSpecR\x04tags\x129\n" +
+	"\n" +
+	"updated_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"U\n" +
+	"\fTraceTagSpec\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x121\n" +
+	"\x04type\x18\x02 \x01(\x0e2\x1d.banyandb.database.v1.TagTypeR\x04type\"\xb6\x02\n" +
+	"\x05Trace\x128\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1c.banyandb.common.v1.MetadataR\bmetadata\x126\n" +
+	"\x04tags\x18\x02 \x03(\v2\".banyandb.database.v1.TraceTagSpecR\x04tags\x12)\n" +
+	"\x11trace_id_tag_name\x18\x03 \x01(\tR\x0etraceIdTagName\x12,\n" +
+	"\x12timestamp_tag_name\x18\x04 \x01(\tR\x10timestampTagName\x129\n" +
+	"\n" +
+	"updated_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12'\n" +
+	"\x10span_id_tag_name\x18\x06 \x01(\tR\rspanIdTagName*\xaf\x01\n" +
 	"\aTagType\x12\x18\n" +
 	"\x14TAG_TYPE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fTAG_TYPE_STRING\x10\x01\x12\x10\n" +
@@ -843,45 +1488,77 @@ func file_banyandb_database_v1_schema_proto_rawDescGZIP() []byte {
 	return file_banyandb_database_v1_schema_proto_rawDescData
 }
 
-var file_banyandb_database_v1_schema_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_banyandb_database_v1_schema_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_banyandb_database_v1_schema_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_banyandb_database_v1_schema_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_banyandb_database_v1_schema_proto_goTypes = []any{
 	(TagType)(0),                  // 0: banyandb.database.v1.TagType
 	(FieldType)(0),                // 1: banyandb.database.v1.FieldType
 	(EncodingMethod)(0),           // 2: banyandb.database.v1.EncodingMethod
 	(CompressionMethod)(0),        // 3: banyandb.database.v1.CompressionMethod
-	(*TagFamilySpec)(nil),         // 4: banyandb.database.v1.TagFamilySpec
-	(*TagSpec)(nil),               // 5: banyandb.database.v1.TagSpec
-	(*Entity)(nil),                // 6: banyandb.database.v1.Entity
-	(*ShardingKey)(nil),           // 7: banyandb.database.v1.ShardingKey
-	(*Stream)(nil),                // 8: banyandb.database.v1.Stream
-	(*FieldSpec)(nil),             // 9: banyandb.database.v1.FieldSpec
-	(*Measure)(nil),               // 10: banyandb.database.v1.Measure
-	(*SchemaInfo)(nil),            // 11: banyandb.database.v1.SchemaInfo
-	(*v1.Metadata)(nil),           // 12: banyandb.common.v1.Metadata
-	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
+	(IndexRule_Type)(0),           // 4: banyandb.database.v1.IndexRule.Type
+	(*TagFamilySpec)(nil),         // 5: banyandb.database.v1.TagFamilySpec
+	(*TagSpec)(nil),               // 6: banyandb.database.v1.TagSpec
+	(*Entity)(nil),                // 7: banyandb.database.v1.Entity
+	(*ShardingKey)(nil),           // 8: banyandb.database.v1.ShardingKey
+	(*Stream)(nil),                // 9: banyandb.database.v1.Stream
+	(*FieldSpec)(nil),             // 10: banyandb.database.v1.FieldSpec
+	(*Measure)(nil),               // 11: banyandb.database.v1.Measure
+	(*SchemaInfo)(nil),            // 12: banyandb.database.v1.SchemaInfo
+	(*IndexRule)(nil),             // 13: banyandb.database.v1.IndexRule
+	(*Subject)(nil),               // 14: banyandb.database.v1.Subject
+	(*IndexRuleBinding)(nil),      // 15: banyandb.database.v1.IndexRuleBinding
+	(*TopNAggregation)(nil),       // 16: banyandb.database.v1.TopNAggregation
+	(*Property)(nil),              // 17: banyandb.database.v1.Property
+	(*TraceTagSpec)(nil),          // 18: banyandb.database.v1.TraceTagSpec
+	(*Trace)(nil),                 // 19: banyandb.database.v1.Trace
+	(*v1.Metadata)(nil),           // 20: banyandb.common.v1.Metadata
+	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
+	(v1.Catalog)(0),               // 22: banyandb.common.v1.Catalog
+	(v11.Sort)(0),                 // 23: banyandb.model.v1.Sort
+	(*v11.Criteria)(nil),          // 24: banyandb.model.v1.Criteria
 }
 var file_banyandb_database_v1_schema_proto_depIdxs = []int32{
-	5,  // 0: banyandb.database.v1.TagFamilySpec.tags:type_name -> banyandb.database.v1.TagSpec
+	6,  // 0: banyandb.database.v1.TagFamilySpec.tags:type_name -> banyandb.database.v1.TagSpec
 	0,  // 1: banyandb.database.v1.TagSpec.type:type_name -> banyandb.database.v1.TagType
-	12, // 2: banyandb.database.v1.Stream.metadata:type_name -> banyandb.common.v1.Metadata
-	4,  // 3: banyandb.database.v1.Stream.tag_families:type_name -> banyandb.database.v1.TagFamilySpec
-	6,  // 4: banyandb.database.v1.Stream.entity:type_name -> banyandb.database.v1.Entity
-	13, // 5: banyandb.database.v1.Stream.updated_at:type_name -> google.protobuf.Timestamp
+	20, // 2: banyandb.database.v1.Stream.metadata:type_name -> banyandb.common.v1.Metadata
+	5,  // 3: banyandb.database.v1.Stream.tag_families:type_name -> banyandb.database.v1.TagFamilySpec
+	7,  // 4: banyandb.database.v1.Stream.entity:type_name -> banyandb.database.v1.Entity
+	21, // 5: banyandb.database.v1.Stream.updated_at:type_name -> google.protobuf.Timestamp
 	1,  // 6: banyandb.database.v1.FieldSpec.field_type:type_name -> banyandb.database.v1.FieldType
 	2,  // 7: banyandb.database.v1.FieldSpec.encoding_method:type_name -> banyandb.database.v1.EncodingMethod
 	3,  // 8: banyandb.database.v1.FieldSpec.compression_method:type_name -> banyandb.database.v1.CompressionMethod
-	12, // 9: banyandb.database.v1.Measure.metadata:type_name -> banyandb.common.v1.Metadata
-	4,  // 10: banyandb.database.v1.Measure.tag_families:type_name -> banyandb.database.v1.TagFamilySpec
-	9,  // 11: banyandb.database.v1.Measure.fields:type_name -> banyandb.database.v1.FieldSpec
-	6,  // 12: banyandb.database.v1.Measure.entity:type_name -> banyandb.database.v1.Entity
-	13, // 13: banyandb.database.v1.Measure.updated_at:type_name -> google.protobuf.Timestamp
-	7,  // 14: banyandb.database.v1.Measure.sharding_key:type_name -> banyandb.database.v1.ShardingKey
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	20, // 9: banyandb.database.v1.Measure.metadata:type_name -> banyandb.common.v1.Metadata
+	5,  // 10: banyandb.database.v1.Measure.tag_families:type_name -> banyandb.database.v1.TagFamilySpec
+	10, // 11: banyandb.database.v1.Measure.fields:type_name -> banyandb.database.v1.FieldSpec
+	7,  // 12: banyandb.database.v1.Measure.entity:type_name -> banyandb.database.v1.Entity
+	21, // 13: banyandb.database.v1.Measure.updated_at:type_name -> google.protobuf.Timestamp
+	8,  // 14: banyandb.database.v1.Measure.sharding_key:type_name -> banyandb.database.v1.ShardingKey
+	20, // 15: banyandb.database.v1.IndexRule.metadata:type_name -> banyandb.common.v1.Metadata
+	4,  // 16: banyandb.database.v1.IndexRule.type:type_name -> banyandb.database.v1.IndexRule.Type
+	21, // 17: banyandb.database.v1.IndexRule.updated_at:type_name -> google.protobuf.Timestamp
+	22, // 18: banyandb.database.v1.Subject.catalog:type_name -> banyandb.common.v1.Catalog
+	20, // 19: banyandb.database.v1.IndexRuleBinding.metadata:type_name -> banyandb.common.v1.Metadata
+	14, // 20: banyandb.database.v1.IndexRuleBinding.subject:type_name -> banyandb.database.v1.Subject
+	21, // 21: banyandb.database.v1.IndexRuleBinding.begin_at:type_name -> google.protobuf.Timestamp
+	21, // 22: banyandb.database.v1.IndexRuleBinding.expire_at:type_name -> google.protobuf.Timestamp
+	21, // 23: banyandb.database.v1.IndexRuleBinding.updated_at:type_name -> google.protobuf.Timestamp
+	20, // 24: banyandb.database.v1.TopNAggregation.metadata:type_name -> banyandb.common.v1.Metadata
+	20, // 25: banyandb.database.v1.TopNAggregation.source_measure:type_name -> banyandb.common.v1.Metadata
+	23, // 26: banyandb.database.v1.TopNAggregation.field_value_sort:type_name -> banyandb.model.v1.Sort
+	24, // 27: banyandb.database.v1.TopNAggregation.criteria:type_name -> banyandb.model.v1.Criteria
+	21, // 28: banyandb.database.v1.TopNAggregation.updated_at:type_name -> google.protobuf.Timestamp
+	20, // 29: banyandb.database.v1.Property.metadata:type_name -> banyandb.common.v1.Metadata
+	6,  // 30: banyandb.database.v1.Property.tags:type_name -> banyandb.database.v1.TagSpec
+	21, // 31: banyandb.database.v1.Property.updated_at:type_name -> google.protobuf.Timestamp
+	0,  // 32: banyandb.database.v1.TraceTagSpec.type:type_name -> banyandb.database.v1.TagType
+	20, // 33: banyandb.database.v1.Trace.metadata:type_name -> banyandb.common.v1.Metadata
+	18, // 34: banyandb.database.v1.Trace.tags:type_name -> banyandb.database.v1.TraceTagSpec
+	21, // 35: banyandb.database.v1.Trace.updated_at:type_name -> google.protobuf.Timestamp
+	36, // [36:36] is the sub-list for method output_type
+	36, // [36:36] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_banyandb_database_v1_schema_proto_init() }
@@ -894,8 +1571,8 @@ func file_banyandb_database_v1_schema_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_banyandb_database_v1_schema_proto_rawDesc), len(file_banyandb_database_v1_schema_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   8,
+			NumEnums:      5,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
