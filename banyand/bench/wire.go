@@ -3,12 +3,15 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	protoapi "google.golang.org/protobuf/proto"
 
+	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
@@ -87,7 +90,7 @@ func (m *messages) entityFamily(e int64) []byte {
 	if m.enc.entity != nil {
 		return m.enc.entity[e]
 	}
-	b, _ := protoapi.Marshal(&modelv1.TagFamilyForWrite{Tags: m.entityTags(e)})
+	b, _ := protoapi.Marshal(&modelv1.TagFamilyForWrite{Tags: m.writtenTags(e)})
 	return b
 }
 
@@ -113,21 +116,49 @@ func (m *messages) timestamp(b []byte, seq int64) []byte {
 }
 
 // encodeSpec encodes the spec of the tool's values as field 4 of a write
-// request, the way OAP names its tags and fields.
+// request, as SkyWalking OAP names them: tag families, the tags of each and
+// a measure's fields in alphabetical order. That is not the schema's order
+// (data sorts before searchable and default, instance before service,
+// score before value), so the server places every value by the spec; the
+// requests list their values in the same order.
 func (m *messages) encodeSpec(marshal func(protoapi.Message) []byte) []byte {
-	var b []byte
 	if m.measure {
-		b = appendField(b, 4, marshal(&measurev1.DataPointSpec{
-			TagFamilySpec: []*measurev1.TagFamilySpec{
-				{Name: "default", TagNames: []string{tagService, tagInstance}},
-				{Name: "data", TagNames: []string{tagPayload}},
-			},
-			FieldNames: []string{fieldValue, fieldScore},
-		}))
-		return b
+		schema := measureSchema(m.md)
+		dps := &measurev1.DataPointSpec{FieldNames: sortedFields(schema.GetFields())}
+		for _, f := range sortedFamilies(schema.GetTagFamilies()) {
+			dps.TagFamilySpec = append(dps.TagFamilySpec, &measurev1.TagFamilySpec{Name: f.GetName(), TagNames: sortedTags(f)})
+		}
+		return appendField(nil, 4, marshal(dps))
 	}
-	b = appendField(b, 4, marshal(&streamv1.TagFamilySpec{Name: "searchable", TagNames: []string{tagService, tagInstance}}))
-	return appendField(b, 4, marshal(&streamv1.TagFamilySpec{Name: "data", TagNames: []string{tagPayload}}))
+	var b []byte
+	for _, f := range sortedFamilies(streamSchema(m.md).GetTagFamilies()) {
+		b = appendField(b, 4, marshal(&streamv1.TagFamilySpec{Name: f.GetName(), TagNames: sortedTags(f)}))
+	}
+	return b
+}
+
+func sortedFamilies(fams []*databasev1.TagFamilySpec) []*databasev1.TagFamilySpec {
+	return slices.SortedFunc(slices.Values(fams), func(a, b *databasev1.TagFamilySpec) int {
+		return strings.Compare(a.GetName(), b.GetName())
+	})
+}
+
+func sortedTags(f *databasev1.TagFamilySpec) []string {
+	var names []string
+	for _, t := range f.GetTags() {
+		names = append(names, t.GetName())
+	}
+	slices.Sort(names)
+	return names
+}
+
+func sortedFields(fields []*databasev1.FieldSpec) []string {
+	var names []string
+	for _, f := range fields {
+		names = append(names, f.GetName())
+	}
+	slices.Sort(names)
+	return names
 }
 
 // writeRequest encodes a stream.v1 or measure.v1 WriteRequest: metadata
@@ -165,8 +196,7 @@ func (m *messages) streamRequest(id uint64, seq int64, withMetadata bool) []byte
 	return m.writeRequest(id, withMetadata, size, func(b []byte) []byte {
 		b = appendField(b, 1, elID) // element_id
 		b = appendField(b, 2, ts)   // timestamp
-		b = appendField(b, 3, fam)  // tag_families: searchable, then data
-		return appendField(b, 3, m.enc.payload)
+		return m.families(b, 3, fam)
 	})
 }
 
@@ -184,10 +214,25 @@ func (m *messages) measureRequest(id uint64, seq int64, withMetadata bool) []byt
 	value := appendField(valueBuf[:0], 3, intMsg) // FieldValue{int: ...}
 	size := sizeField(len(ts)) + sizeField(len(fam)) + sizeField(len(m.enc.payload)) + sizeField(len(value)) + sizeField(len(m.enc.score))
 	return m.writeRequest(id, withMetadata, size, func(b []byte) []byte {
-		b = appendField(b, 1, ts)  // timestamp
-		b = appendField(b, 2, fam) // tag_families: searchable, then data
-		b = appendField(b, 2, m.enc.payload)
-		b = appendField(b, 3, value) // fields: value, then score
+		b = appendField(b, 1, ts) // timestamp
+		b = m.families(b, 2, fam)
+		if m.spec { // fields in the spec's order: score, value
+			b = appendField(b, 3, m.enc.score)
+			return appendField(b, 3, value)
+		}
+		b = appendField(b, 3, value) // fields in the schema's: value, score
 		return appendField(b, 3, m.enc.score)
 	})
+}
+
+// families appends the tag families as field num: the entity family
+// (searchable or default), then data in the schema's order; data first in
+// the spec's.
+func (m *messages) families(b []byte, num protowire.Number, entity []byte) []byte {
+	if m.spec {
+		b = appendField(b, num, m.enc.payload)
+		return appendField(b, num, entity)
+	}
+	b = appendField(b, num, entity)
+	return appendField(b, num, m.enc.payload)
 }

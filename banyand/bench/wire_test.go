@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/mem"
@@ -8,15 +10,17 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
+	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 	"github.com/banyand-io/banyand/pkg/wire"
 )
 
-func testMessages(t *testing.T, entities int) *messages {
+// testMessages builds a run's messages; flushSize > 0 gives them the spec.
+func testMessages(t *testing.T, kind string, entities int, flushSize int64) *messages {
 	t.Helper()
-	cfg := Config{Group: "g", Name: "n", Entities: entities, PayloadBytes: 100}
+	cfg := Config{Kind: kind, Group: "g", Name: "n", Entities: entities, PayloadBytes: 100, FlushSize: flushSize}
 	m, err := newMessages(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -29,57 +33,99 @@ func refTimestamp(m *messages, seq int64) *timestamppb.Timestamp {
 	return &timestamppb.Timestamp{Seconds: ms / 1000, Nanos: int32(ms%1000) * 1e6}
 }
 
+// refFamilies are message seq's tag families in schema order or, with the
+// spec, in its alphabetical order: data{payload}, then the entity family
+// with instance before service.
 func refFamilies(m *messages, seq int64) []*modelv1.TagFamilyForWrite {
-	return []*modelv1.TagFamilyForWrite{
-		{Tags: m.entityTags(m.entity(seq))},
-		{Tags: []*modelv1.TagValue{{Value: &modelv1.TagValue_BinaryData{BinaryData: m.payload}}}},
+	entity := m.entityTags(m.entity(seq))
+	payload := &modelv1.TagFamilyForWrite{Tags: []*modelv1.TagValue{{Value: &modelv1.TagValue_BinaryData{BinaryData: m.payload}}}}
+	if m.spec {
+		return []*modelv1.TagFamilyForWrite{payload, {Tags: []*modelv1.TagValue{entity[1], entity[0]}}}
 	}
+	return []*modelv1.TagFamilyForWrite{{Tags: entity}, payload}
 }
+
+func refFields(m *messages, seq int64) []*modelv1.FieldValue {
+	value := &modelv1.FieldValue{Value: &modelv1.FieldValue_Int{Int: &modelv1.Int{Value: seq}}}
+	score := &modelv1.FieldValue{Value: &modelv1.FieldValue_Float{Float: &modelv1.Float{Value: m.nonce}}}
+	if m.spec {
+		return []*modelv1.FieldValue{score, value}
+	}
+	return []*modelv1.FieldValue{value, score}
+}
+
+// The specs a flush's first request carries, as OAP sends them.
+var (
+	refStreamSpec = []*streamv1.TagFamilySpec{
+		{Name: "data", TagNames: []string{tagPayload}},
+		{Name: "searchable", TagNames: []string{tagInstance, tagService}},
+	}
+	refMeasureSpec = &measurev1.DataPointSpec{
+		TagFamilySpec: []*measurev1.TagFamilySpec{
+			{Name: "data", TagNames: []string{tagPayload}},
+			{Name: "default", TagNames: []string{tagInstance, tagService}},
+		},
+		FieldNames: []string{fieldScore, fieldValue},
+	}
+)
 
 // The hand-encoded requests are byte for byte what proto.Marshal writes
 // for the same messages built as structs, with and without the entity
-// cache, for the first request of a stream (with metadata) and the rest.
+// cache, for the first request of a stream (with metadata) and the rest,
+// without the spec and with it (--flush-size).
 func TestWireRequestsMatchProtoMarshal(t *testing.T) {
 	seqs := []int64{0, 1, 999, 1000, 1001, 123_456_789}
-	for _, entities := range []int{1000, maxCachedEntities + 1} {
-		m := testMessages(t, entities)
-		// The base time on a whole second gives timestamps with zero
-		// nanos, which proto.Marshal leaves out.
-		m.baseMillis -= m.baseMillis % 1000
-		for _, seq := range seqs {
-			for _, id := range []uint64{1, 2, 1 << 40} {
-				var md *commonv1.Metadata
-				if id == 1 {
-					md = m.md
-				}
-				sreq := &streamv1.WriteRequest{Metadata: md, MessageId: id, Element: &streamv1.ElementValue{
-					ElementId: m.elementID(seq), Timestamp: refTimestamp(m, seq), TagFamilies: refFamilies(m, seq),
-				}}
-				mreq := &measurev1.WriteRequest{Metadata: md, MessageId: id, DataPoint: &measurev1.DataPointValue{
-					Timestamp: refTimestamp(m, seq), TagFamilies: refFamilies(m, seq),
-					Fields: []*modelv1.FieldValue{
-						{Value: &modelv1.FieldValue_Int{Int: &modelv1.Int{Value: seq}}},
-						{Value: &modelv1.FieldValue_Float{Float: &modelv1.Float{Value: m.nonce}}},
-					},
-				}}
-				for name, c := range map[string]struct {
-					want proto.Message
-					got  []byte
-				}{
-					"stream":  {sreq, m.streamRequest(id, seq, id == 1)},
-					"measure": {mreq, m.measureRequest(id, seq, id == 1)},
-				} {
-					want, err := proto.Marshal(c.want)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if string(c.got) != string(want) {
-						t.Fatalf("%s entities %d seq %d id %d: encoded %x, proto.Marshal %x", name, entities, seq, id, c.got, want)
+	for _, kind := range []string{KindStream, KindMeasure} {
+		for _, entities := range []int{1000, maxCachedEntities + 1} {
+			for _, flushSize := range []int64{0, 10} {
+				m := testMessages(t, kind, entities, flushSize)
+				// The base time on a whole second gives timestamps with zero
+				// nanos, which proto.Marshal leaves out.
+				m.baseMillis -= m.baseMillis % 1000
+				for _, seq := range seqs {
+					for _, id := range []uint64{1, 2, 1 << 40} {
+						want, err := proto.Marshal(refRequest(m, id, seq))
+						if err != nil {
+							t.Fatal(err)
+						}
+						got := m.streamRequest(id, seq, id == 1)
+						if kind == KindMeasure {
+							got = m.measureRequest(id, seq, id == 1)
+						}
+						if string(got) != string(want) {
+							t.Fatalf("%s entities %d flush size %d seq %d id %d: encoded %x, proto.Marshal %x", kind, entities, flushSize, seq, id, got, want)
+						}
 					}
 				}
 			}
 		}
 	}
+}
+
+// refRequest is message seq with id built as a struct: the first of a
+// stream (id 1) with metadata and, with the spec, the spec.
+func refRequest(m *messages, id uint64, seq int64) proto.Message {
+	var md *commonv1.Metadata
+	withSpec := id == 1 && m.spec
+	if id == 1 {
+		md = m.md
+	}
+	if m.measure {
+		req := &measurev1.WriteRequest{Metadata: md, MessageId: id, DataPoint: &measurev1.DataPointValue{
+			Timestamp: refTimestamp(m, seq), TagFamilies: refFamilies(m, seq), Fields: refFields(m, seq),
+		}}
+		if withSpec {
+			req.DataPointSpec = refMeasureSpec
+		}
+		return req
+	}
+	req := &streamv1.WriteRequest{Metadata: md, MessageId: id, Element: &streamv1.ElementValue{
+		ElementId: m.elementID(seq), Timestamp: refTimestamp(m, seq), TagFamilies: refFamilies(m, seq),
+	}}
+	if withSpec {
+		req.TagFamilySpec = refStreamSpec
+	}
+	return req
 }
 
 func TestWireResponseParse(t *testing.T) {
@@ -107,5 +153,90 @@ func TestWireResponseParse(t *testing.T) {
 	var r wireResponse
 	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer([]byte{0x08})}, &r); err == nil {
 		t.Fatal("a truncated response parsed without error")
+	}
+}
+
+// With --flush-size the spec names tag families, tags and fields in
+// alphabetical order, unlike the schema, and each value sits where the
+// spec names it: read by the spec's names, every value is its tag's.
+func TestSpecNamesValuesAlphabetically(t *testing.T) {
+	const seq = 4321
+	var m *messages
+	var want map[string]*modelv1.TagValue
+	type family struct {
+		name string
+		tags []string
+	}
+	check := func(kind string, spec []family, values []*modelv1.TagFamilyForWrite, schema []*databasev1.TagFamilySpec) {
+		t.Helper()
+		if !slices.IsSortedFunc(spec, func(a, b family) int { return strings.Compare(a.name, b.name) }) {
+			t.Errorf("%s spec families %v are not in alphabetical order", kind, spec)
+		}
+		if len(spec) != len(values) {
+			t.Fatalf("%s: %d spec families, %d written", kind, len(spec), len(values))
+		}
+		inSchemaOrder := true
+		for i, f := range spec {
+			if !slices.IsSorted(f.tags) {
+				t.Errorf("%s spec family %s: tags %v are not in alphabetical order", kind, f.name, f.tags)
+			}
+			inSchemaOrder = inSchemaOrder && f.name == schema[i].GetName() && f.tags[0] == schema[i].GetTags()[0].GetName()
+			if len(f.tags) != len(values[i].GetTags()) {
+				t.Fatalf("%s family %s: %d spec tags, %d values", kind, f.name, len(f.tags), len(values[i].GetTags()))
+			}
+			for j, name := range f.tags {
+				if got := values[i].GetTags()[j]; !proto.Equal(got, want[name]) {
+					t.Errorf("%s tag %s/%s: value %v, want %v", kind, f.name, name, got, want[name])
+				}
+			}
+		}
+		if inSchemaOrder {
+			t.Errorf("%s spec %v is in the schema's order: the server's spec path would place nothing", kind, spec)
+		}
+	}
+
+	m = testMessages(t, KindStream, 1000, 10)
+	entity := m.entityTags(m.entity(seq))
+	want = map[string]*modelv1.TagValue{
+		tagService:  entity[0],
+		tagInstance: entity[1],
+		tagPayload:  {Value: &modelv1.TagValue_BinaryData{BinaryData: m.payload}},
+	}
+	var sreq streamv1.WriteRequest
+	if err := proto.Unmarshal(m.streamRequest(1, seq, true), &sreq); err != nil {
+		t.Fatal(err)
+	}
+	var sspec []family
+	for _, f := range sreq.GetTagFamilySpec() {
+		sspec = append(sspec, family{f.GetName(), f.GetTagNames()})
+	}
+	check("stream", sspec, sreq.GetElement().GetTagFamilies(), streamSchema(m.md).GetTagFamilies())
+
+	m = testMessages(t, KindMeasure, 1000, 10)
+	want[tagPayload] = &modelv1.TagValue{Value: &modelv1.TagValue_BinaryData{BinaryData: m.payload}}
+	var mreq measurev1.WriteRequest
+	if err := proto.Unmarshal(m.measureRequest(1, seq, true), &mreq); err != nil {
+		t.Fatal(err)
+	}
+	var mspec []family
+	for _, f := range mreq.GetDataPointSpec().GetTagFamilySpec() {
+		mspec = append(mspec, family{f.GetName(), f.GetTagNames()})
+	}
+	check("measure", mspec, mreq.GetDataPoint().GetTagFamilies(), measureSchema(m.md).GetTagFamilies())
+	fields := mreq.GetDataPointSpec().GetFieldNames()
+	if !slices.IsSorted(fields) || fields[0] == measureSchema(m.md).GetFields()[0].GetName() {
+		t.Errorf("measure spec fields %v: want alphabetical, unlike the schema's order", fields)
+	}
+	wantFields := map[string]*modelv1.FieldValue{
+		fieldValue: {Value: &modelv1.FieldValue_Int{Int: &modelv1.Int{Value: seq}}},
+		fieldScore: {Value: &modelv1.FieldValue_Float{Float: &modelv1.Float{Value: m.nonce}}},
+	}
+	if len(fields) != len(mreq.GetDataPoint().GetFields()) {
+		t.Fatalf("%d spec fields, %d values", len(fields), len(mreq.GetDataPoint().GetFields()))
+	}
+	for i, name := range fields {
+		if got := mreq.GetDataPoint().GetFields()[i]; !proto.Equal(got, wantFields[name]) {
+			t.Errorf("field %s: value %v, want %v", name, got, wantFields[name])
+		}
 	}
 }

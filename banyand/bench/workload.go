@@ -37,8 +37,10 @@ type messages struct {
 	nonce      float64 // measure score field: marks this run's points
 	payload    []byte  // shared, never modified
 	measure    bool    // the run writes data points
-	spec       bool    // a stream's first request carries the spec (--flush-size)
-	// tags caches entityTags per entity (read-only once built), so the
+	// spec: a stream's first request carries the spec (--flush-size) and
+	// every request lists its values in the spec's order (see encodeSpec).
+	spec bool
+	// tags caches writtenTags per entity (read-only once built), so the
 	// writers do not spend the client's CPU share rebuilding them; nil
 	// when there are too many entities to keep.
 	tags [][]*modelv1.TagValue
@@ -56,7 +58,7 @@ func (m *messages) cacheEntityTags() {
 	}
 	m.tags = make([][]*modelv1.TagValue, m.entities)
 	for e := range m.tags {
-		m.tags[e] = m.entityTags(int64(e))
+		m.tags[e] = m.writtenTags(int64(e))
 	}
 }
 
@@ -88,6 +90,17 @@ func (m *messages) entityTags(e int64) []*modelv1.TagValue {
 	}
 }
 
+// writtenTags is entity e's tags in the order the requests carry them:
+// the schema's (service, instance) or, with the spec, the spec's
+// alphabetical one (instance, service).
+func (m *messages) writtenTags(e int64) []*modelv1.TagValue {
+	tags := m.entityTags(e)
+	if m.spec {
+		tags[0], tags[1] = tags[1], tags[0]
+	}
+	return tags
+}
+
 // entityCriteria selects entity e by its entity tags, which lets the
 // server seek to the series instead of scanning.
 func (m *messages) entityCriteria(e int64) *modelv1.Criteria {
@@ -102,6 +115,39 @@ func (m *messages) entityCriteria(e int64) *modelv1.Criteria {
 		Left:  cond(tagService, tags[0]),
 		Right: cond(tagInstance, tags[1]),
 	}}}
+}
+
+// entityProjection projects the entity tags, which verification checks by
+// name: with the spec the requests name them in another order than the
+// schema's, and each must read back under its own name.
+func entityProjection(family string) *modelv1.TagProjection {
+	return &modelv1.TagProjection{TagFamilies: []*modelv1.TagProjection_TagFamily{
+		{Name: family, Tags: []string{tagService, tagInstance}},
+	}}
+}
+
+// hasEntityTags reports whether fams, a result's projected tags, hold
+// entity e's service and instance under those names.
+func (m *messages) hasEntityTags(e int64, fams []*modelv1.TagFamily) bool {
+	want := m.entityTags(e)
+	found := 0
+	for _, f := range fams {
+		for _, t := range f.GetTags() {
+			switch t.GetKey() {
+			case tagService:
+				if t.GetValue().GetStr().GetValue() != want[0].GetStr().GetValue() {
+					return false
+				}
+				found++
+			case tagInstance:
+				if t.GetValue().GetInt() == nil || t.GetValue().GetInt().GetValue() != want[1].GetInt().GetValue() {
+					return false
+				}
+				found++
+			}
+		}
+	}
+	return found == 2
 }
 
 // writeClient is one open bidi Write stream. send is called by the send
@@ -192,8 +238,10 @@ func (w *streamWorkload) queryPage(ctx context.Context, q pageQuery) ([]int64, i
 		Offset:    q.offset,
 		Limit:     q.limit,
 		OrderBy:   &modelv1.QueryOrder{Sort: modelv1.Sort_SORT_ASC},
-		// No tag projection: the element id and timestamp identify a
-		// message, and the payload would only make pages bigger.
+		// The element id and timestamp identify a message; the entity
+		// tags are checked by name; the payload would only make pages
+		// bigger.
+		Projection: entityProjection("searchable"),
 	})
 	if err != nil {
 		return nil, 0, err
@@ -201,7 +249,8 @@ func (w *streamWorkload) queryPage(ctx context.Context, q pageQuery) ([]int64, i
 	var seqs []int64
 	for _, el := range resp.GetElements() {
 		seq := w.msgs.seqOfElement(el.GetElementId())
-		if seq < 0 || w.msgs.entity(seq) != q.entity || el.GetTimestamp().AsTime().UnixMilli() != w.msgs.millis(seq) {
+		if seq < 0 || w.msgs.entity(seq) != q.entity || el.GetTimestamp().AsTime().UnixMilli() != w.msgs.millis(seq) ||
+			!w.msgs.hasEntityTags(q.entity, el.GetTagFamilies()) {
 			continue
 		}
 		seqs = append(seqs, seq)
@@ -231,6 +280,7 @@ func (w *measureWorkload) queryPage(ctx context.Context, q pageQuery) ([]int64, 
 		Name:            w.msgs.md.GetName(),
 		TimeRange:       timeRange(q.fromMs, q.toMs),
 		Criteria:        w.msgs.entityCriteria(q.entity),
+		TagProjection:   entityProjection("default"),
 		FieldProjection: &measurev1.QueryRequest_FieldProjection{Names: []string{fieldValue, fieldScore}},
 		Offset:          q.offset,
 		Limit:           q.limit,
@@ -256,8 +306,9 @@ func (w *measureWorkload) queryPage(ctx context.Context, q pageQuery) ([]int64, 
 				score = f.GetValue().GetFloat().GetValue()
 			}
 		}
-		// A point of another run at the same (entity, time) is not ours.
-		if value != seq || score != w.msgs.nonce {
+		// A point of another run at the same (entity, time) is not ours;
+		// one whose values are not under their names was written wrong.
+		if value != seq || score != w.msgs.nonce || !w.msgs.hasEntityTags(q.entity, dp.GetTagFamilies()) {
 			continue
 		}
 		seqs = append(seqs, seq)
