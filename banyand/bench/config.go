@@ -68,6 +68,8 @@ type Config struct {
 	// missing; off, the tool assumes they exist with its schema.
 	CreateSchema bool
 
+	// Streams is the number of concurrent writers: each writes one stream
+	// for the whole run or, with FlushSize, its flushes one after another.
 	Streams     int
 	Count       int64         // 0 with Duration: DefaultCount
 	Duration    time.Duration // exclusive with Count
@@ -76,8 +78,9 @@ type Config struct {
 	MaxInFlight int           // unacked messages per stream
 	// FlushSize > 0 writes as SkyWalking OAP's bulk flushes do: each
 	// stream carries FlushSize messages, the first with metadata and the
-	// tag family / data point spec, the rest values only, then half-closes,
-	// waits for every answer and the next stream opens.
+	// tag family / data point spec (names in alphabetical order), the rest
+	// values only, then half-closes, waits for every answer and the
+	// writer's next stream opens.
 	FlushSize int64
 
 	Verify optBool // auto: on for count-bounded runs
@@ -107,14 +110,16 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Entities, "entities", DefaultEntities, "distinct entities (service, instance) the messages are spread over")
 	fs.IntVar(&c.PayloadBytes, "payload-bytes", DefaultPayloadBytes, "size of each message's binary payload tag")
 	fs.BoolVar(&c.CreateSchema, "create-schema", true, "check the group and stream/measure and create them if missing; false assumes they exist with the tool's schema")
-	fs.IntVar(&c.Streams, "streams", DefaultStreams, "concurrent client write streams")
+	fs.IntVar(&c.Streams, "streams", DefaultStreams, "concurrent client write streams; with --flush-size, concurrent writers, each writing its flushes one after another "+
+		"(one stream at a time), so --streams 15 is SkyWalking OAP's 15 concurrent bulk flushes")
 	fs.Int64Var(&c.Count, "count", 0, "total messages to write; default "+strconv.Itoa(DefaultCount)+" unless --duration is given (exclusive with --duration)")
 	fs.DurationVar(&c.Duration, "duration", 0, "write for this long instead of a fixed --count, e.g. 30s")
 	fs.Float64Var(&c.Rate, "rate", 0, "messages per second over all streams; 0 = as fast as acks allow")
 	fs.DurationVar(&c.RateBurst, "rate-burst", DefaultRateBurst, "with --rate: a message may leave up to this long before it is due, so writes go out in bursts of at most this length, "+
 		"as a client that batches sends them (fewer wake-ups on both sides); 0 paces every message on its own")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", DefaultMaxInFlight, "unacknowledged messages per stream; the writer waits at this many, so latency is not hidden in a client queue")
-	fs.Int64Var(&c.FlushSize, "flush-size", 0, "write as SkyWalking OAP flushes: a new write stream every this many messages, the first with metadata and spec, values only after; 0 = one stream per writer for the whole run")
+	fs.Int64Var(&c.FlushSize, "flush-size", 0, "write as SkyWalking OAP flushes: a new write stream every this many messages, the first with metadata and the spec "+
+		"(tag families, tags and fields in alphabetical order, not the schema's), values only after, in the spec's order; 0 = one stream per writer for the whole run")
 	c.Verify = optAuto
 	fs.Var(&c.Verify, "verify", "after writing, query every acknowledged write back and report readable/missing; auto = true for --count runs, false for --duration runs")
 	fs.Lookup("verify").NoOptDefVal = "true"
