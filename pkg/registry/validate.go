@@ -11,10 +11,9 @@ import (
 	"github.com/banyand-io/banyand/pkg/route"
 )
 
-// Validate checks a group, stream or measure on its own, without looking at
-// other objects (CheckGroup does that). It returns nil, an
-// *InvalidArgumentError naming the first bad field, or ErrUnimplemented
-// for a group catalog banyand does not serve.
+// Validate checks a schema object on its own, without looking at other
+// objects (CheckDependencies does that). It returns nil or an
+// *InvalidArgumentError naming the first bad field.
 func Validate(m proto.Message) error {
 	switch v := m.(type) {
 	case *commonv1.Group:
@@ -23,6 +22,16 @@ func Validate(m proto.Message) error {
 		return validateStream(v)
 	case *databasev1.Measure:
 		return validateMeasure(v)
+	case *databasev1.IndexRule:
+		return validateIndexRule(v)
+	case *databasev1.IndexRuleBinding:
+		return validateIndexRuleBinding(v)
+	case *databasev1.TopNAggregation:
+		return validateTopNAggregation(v)
+	case *databasev1.Trace:
+		return validateTrace(v)
+	case *databasev1.Property:
+		return validateProperty(v)
 	}
 	_, err := KeyOf(m)
 	return err
@@ -49,9 +58,8 @@ func validateGroup(g *commonv1.Group) error {
 		return err
 	}
 	switch c := g.GetCatalog(); c {
-	case commonv1.Catalog_CATALOG_STREAM, commonv1.Catalog_CATALOG_MEASURE:
-	case commonv1.Catalog_CATALOG_PROPERTY, commonv1.Catalog_CATALOG_TRACE:
-		return fmt.Errorf("group.catalog: %s groups are not supported by banyand: %w", c, ErrUnimplemented)
+	case commonv1.Catalog_CATALOG_STREAM, commonv1.Catalog_CATALOG_MEASURE, commonv1.Catalog_CATALOG_TRACE,
+		commonv1.Catalog_CATALOG_PROPERTY:
 	case commonv1.Catalog_CATALOG_UNSPECIFIED:
 		return invalid("group.catalog", "required")
 	default:
@@ -63,6 +71,16 @@ func validateGroup(g *commonv1.Group) error {
 	}
 	if ro.GetShardNum() < 1 || ro.GetShardNum() > route.MaxShardNum {
 		return invalid("group.resource_opts.shard_num", "must be 1..%d, got %d", route.MaxShardNum, ro.GetShardNum())
+	}
+	if g.GetCatalog() == commonv1.Catalog_CATALOG_PROPERTY {
+		// Properties are records, not time series: BanyanDB refuses time
+		// options on their groups.
+		if ro.GetSegmentInterval() != nil {
+			return invalid("group.resource_opts.segment_interval", "must be absent in a %s group", g.GetCatalog())
+		}
+		if ro.GetTtl() != nil {
+			return invalid("group.resource_opts.ttl", "must be absent in a %s group", g.GetCatalog())
+		}
 	}
 	for _, r := range []struct {
 		field string
@@ -126,23 +144,31 @@ func validTagFamilies(kind string, fams []*databasev1.TagFamilySpec) (map[string
 		}
 		famSeen[f.GetName()] = true
 		for j, t := range f.GetTags() {
-			tf := fmt.Sprintf("%s.tags[%d]", ff, j)
-			if err := validName(tf+".name", t.GetName()); err != nil {
+			if err := validTag(fmt.Sprintf("%s.tags[%d]", ff, j), t.GetName(), t.GetType(), tags); err != nil {
 				return nil, err
-			}
-			if tags[t.GetName()] {
-				return nil, invalid(tf+".name", "duplicate tag %q", t.GetName())
-			}
-			tags[t.GetName()] = true
-			if t.GetType() == databasev1.TagType_TAG_TYPE_UNSPECIFIED {
-				return nil, invalid(tf+".type", "required")
-			}
-			if _, ok := databasev1.TagType_name[int32(t.GetType())]; !ok {
-				return nil, invalid(tf+".type", "unknown value %d", int32(t.GetType()))
 			}
 		}
 	}
 	return tags, nil
+}
+
+// validTag checks one tag declaration and adds its name to tags, the names
+// declared so far.
+func validTag(field, name string, typ databasev1.TagType, tags map[string]bool) error {
+	if err := validName(field+".name", name); err != nil {
+		return err
+	}
+	if tags[name] {
+		return invalid(field+".name", "duplicate tag %q", name)
+	}
+	tags[name] = true
+	if typ == databasev1.TagType_TAG_TYPE_UNSPECIFIED {
+		return invalid(field+".type", "required")
+	}
+	if _, ok := databasev1.TagType_name[int32(typ)]; !ok {
+		return invalid(field+".type", "unknown value %d", int32(typ))
+	}
+	return nil
 }
 
 // validTagRefs checks a list of tag names (entity, sharding key) against the
@@ -228,10 +254,10 @@ func validateMeasure(m *databasev1.Measure) error {
 // ValidateKey checks a key taken from a request (Get, Delete) before it is
 // used to build a storage key.
 func ValidateKey(k Key) error {
-	switch k.Kind {
-	case KindGroup:
+	switch {
+	case k.Kind == KindGroup:
 		return validName("group", k.Name)
-	case KindStream, KindMeasure:
+	case k.Kind.Valid():
 		if err := validName("metadata.group", k.Group); err != nil {
 			return err
 		}

@@ -65,7 +65,14 @@ func TestValidate(t *testing.T) {
 		{"group NUL", func() proto.Message { g := group(); g.Metadata.Name = "a\x00"; return g }(), "group.metadata.name", nil},
 		{"group no catalog", func() proto.Message { g := group(); g.Catalog = 0; return g }(), "group.catalog", nil},
 		{"group unknown catalog", func() proto.Message { g := group(); g.Catalog = 42; return g }(), "group.catalog", nil},
-		{"group property catalog", func() proto.Message { g := group(); g.Catalog = commonv1.Catalog_CATALOG_PROPERTY; return g }(), "", ErrUnimplemented},
+		{"group property catalog", func() proto.Message { g := group(); g.Catalog = commonv1.Catalog_CATALOG_PROPERTY; return g }(), "", nil},
+		{"group trace catalog", func() proto.Message { g := group(); g.Catalog = commonv1.Catalog_CATALOG_TRACE; return g }(), "", nil},
+		{"property group with segment interval", func() proto.Message {
+			g := group()
+			g.Catalog = commonv1.Catalog_CATALOG_PROPERTY
+			g.ResourceOpts.SegmentInterval = &commonv1.IntervalRule{Unit: commonv1.IntervalRule_UNIT_DAY, Num: 1}
+			return g
+		}(), "group.resource_opts.segment_interval", nil},
 		{"group no resource opts", func() proto.Message { g := group(); g.ResourceOpts = nil; return g }(), "group.resource_opts", nil},
 		{"group zero shards", func() proto.Message { g := group(); g.ResourceOpts.ShardNum = 0; return g }(), "group.resource_opts.shard_num", nil},
 		{"group too many shards", func() proto.Message { g := group(); g.ResourceOpts.ShardNum = 1 << 20; return g }(), "group.resource_opts.shard_num", nil},

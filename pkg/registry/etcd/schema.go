@@ -12,7 +12,6 @@ package etcd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -22,7 +21,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	"github.com/banyand-io/banyand/pkg/registry"
 	"github.com/banyand-io/banyand/pkg/registry/internal/codec"
@@ -184,6 +182,7 @@ func prepare(m proto.Message) (registry.Key, []byte, error) {
 	}
 	k, _ := registry.KeyOf(m)
 	m = proto.Clone(m)
+	registry.Prepare(m)
 	registry.Stamp(m, 0, 0)
 	registry.SetUpdatedAt(m, timestamppb.Now())
 	data, err := proto.Marshal(m)
@@ -195,105 +194,88 @@ func prepare(m proto.Message) (registry.Key, []byte, error) {
 
 // Create implements registry.Writer.
 func (s *Store) Create(ctx context.Context, m proto.Message) (int64, error) {
-	k, data, err := prepare(m)
-	if err != nil {
-		return 0, err
-	}
-	if k.Kind != registry.KindGroup {
-		return s.putMember(ctx, k, data, true)
-	}
-	key := s.key(k)
-	resp, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(data))).
-		Commit()
-	if err != nil {
-		return 0, fmt.Errorf("registry/etcd: create %s: %w", k, err)
-	}
-	if !resp.Succeeded {
-		return 0, fmt.Errorf("%s: %w", k, registry.ErrAlreadyExists)
-	}
-	return resp.Header.Revision, nil
+	return s.put(ctx, m, true)
 }
 
 // Update implements registry.Writer.
 func (s *Store) Update(ctx context.Context, m proto.Message) (int64, error) {
+	return s.put(ctx, m, false)
+}
+
+// put creates (create) or replaces an object in one transaction that also
+// checks that neither the object nor anything it depends on (its group, a
+// binding's rules and subject, ...) changed since they were read and
+// checked, so a concurrent group delete or catalog change cannot slip in.
+func (s *Store) put(ctx context.Context, m proto.Message, create bool) (int64, error) {
 	k, data, err := prepare(m)
 	if err != nil {
 		return 0, err
 	}
-	if k.Kind != registry.KindGroup {
-		return s.putMember(ctx, k, data, false)
-	}
-	newCatalog := m.(*commonv1.Group).GetCatalog()
-	for range schemaMaxAttempts {
-		old, err := s.Get(ctx, k)
-		if err != nil {
-			return 0, err
-		}
-		if c := old.Message.(*commonv1.Group).GetCatalog(); c != newCatalog {
-			return 0, &registry.InvalidArgumentError{Field: "group.catalog",
-				Reason: fmt.Sprintf("cannot change from %s to %s", c, newCatalog)}
-		}
-		key := s.key(k)
-		resp, err := s.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(key), "=", old.Revision)).
-			Then(clientv3.OpPut(key, string(data))).
-			Commit()
-		if err != nil {
-			return 0, fmt.Errorf("registry/etcd: update %s: %w", k, err)
-		}
-		if resp.Succeeded {
-			return resp.Header.Revision, nil
-		}
-	}
-	return 0, fmt.Errorf("registry/etcd: update %s: gave up after %d attempts: it keeps changing", k, schemaMaxAttempts)
-}
-
-// putMember creates (create) or replaces a stream or measure in one
-// transaction that also checks its group is still the one we validated
-// against, so a concurrent group delete or catalog change cannot slip in.
-func (s *Store) putMember(ctx context.Context, k registry.Key, data []byte, create bool) (int64, error) {
-	key, gkey := s.key(k), s.key(registry.GroupKey(k.Group))
 	op := "update"
-	exists := clientv3.Compare(clientv3.CreateRevision(key), ">", 0)
 	if create {
-		op, exists = "create", clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
+		op = "create"
 	}
+	key := s.key(k)
+	deps := registry.Dependencies(k, m)
 	for range schemaMaxAttempts {
-		var g *commonv1.Group
-		var grev int64
-		gobj, err := s.Get(ctx, registry.GroupKey(k.Group))
-		switch {
-		case err == nil:
-			g, grev = gobj.Message.(*commonv1.Group), gobj.Revision
-		case !errors.Is(err, registry.ErrNotFound):
-			return 0, err
+		// One read: the object and its dependencies at one revision.
+		reads := []clientv3.Op{clientv3.OpGet(key)}
+		for _, d := range deps {
+			reads = append(reads, clientv3.OpGet(s.key(d)))
 		}
-		if err := registry.CheckGroup(k, g); err != nil {
-			return 0, err
-		}
-		resp, err := s.client.Txn(ctx).
-			If(exists, clientv3.Compare(clientv3.ModRevision(gkey), "=", grev)).
-			Then(clientv3.OpPut(key, string(data))).
-			Else(clientv3.OpGet(key, clientv3.WithCountOnly())).
-			Commit()
+		resp, err := s.client.Txn(ctx).Then(reads...).Commit()
 		if err != nil {
 			return 0, fmt.Errorf("registry/etcd: %s %s: %w", op, k, err)
 		}
-		if resp.Succeeded {
-			return resp.Header.Revision, nil
+		var guards []clientv3.Cmp
+		kvOf := func(i int) (schemaKV, bool) {
+			kvs := resp.Responses[i].GetResponseRange().GetKvs()
+			if len(kvs) == 0 {
+				return schemaKV{}, false
+			}
+			return schemaKV{kvs[0].Key, kvs[0].Value, kvs[0].CreateRevision, kvs[0].ModRevision}, true
 		}
-		found := resp.Responses[0].GetResponseRange().GetCount() > 0
-		if create && found {
+		found := map[registry.Key]proto.Message{}
+		for i, d := range deps {
+			kv, ok := kvOf(i + 1)
+			if !ok {
+				guards = append(guards, clientv3.Compare(clientv3.CreateRevision(s.key(d)), "=", 0))
+				continue
+			}
+			guards = append(guards, clientv3.Compare(clientv3.ModRevision(s.key(d)), "=", kv.modRev))
+			if obj, ok := s.decode(kv); ok {
+				found[d] = obj.Message
+			}
+		}
+		if err := registry.CheckDependencies(k, m, found); err != nil {
+			return 0, err
+		}
+		cur, exists := kvOf(0)
+		switch {
+		case create && exists:
 			return 0, fmt.Errorf("%s: %w", k, registry.ErrAlreadyExists)
-		}
-		if !create && !found {
+		case !create && !exists:
 			return 0, fmt.Errorf("%s: %w", k, registry.ErrNotFound)
+		case exists:
+			if old, ok := s.decodeQuiet(cur); ok {
+				if err := registry.CheckUpdate(old.Message, m); err != nil {
+					return 0, err
+				}
+			}
+			guards = append(guards, clientv3.Compare(clientv3.ModRevision(key), "=", cur.modRev))
+		default:
+			guards = append(guards, clientv3.Compare(clientv3.CreateRevision(key), "=", 0))
 		}
-		// The group changed between our read and the transaction: look again.
+		put, err := s.client.Txn(ctx).If(guards...).Then(clientv3.OpPut(key, string(data))).Commit()
+		if err != nil {
+			return 0, fmt.Errorf("registry/etcd: %s %s: %w", op, k, err)
+		}
+		if put.Succeeded {
+			return put.Header.Revision, nil
+		}
+		// Something we read changed before the write: look again.
 	}
-	return 0, fmt.Errorf("registry/etcd: %s %s: gave up after %d attempts: group %q keeps changing", op, k, schemaMaxAttempts, k.Group)
+	return 0, fmt.Errorf("registry/etcd: %s %s: gave up after %d attempts: it or what it depends on keeps changing", op, k, schemaMaxAttempts)
 }
 
 // Delete implements registry.Writer.
@@ -333,15 +315,17 @@ func (s *Store) deleteGroup(ctx context.Context, name string, opts registry.Dele
 		return nil, 0, err
 	}
 	gkey := s.key(gk)
-	sp := s.prefix + codec.MembersPrefix(registry.KindStream, name)
-	mp := s.prefix + codec.MembersPrefix(registry.KindMeasure, name)
+	prefixes := make([]string, len(registry.MemberKinds))
+	for i, kind := range registry.MemberKinds {
+		prefixes[i] = s.prefix + codec.MembersPrefix(kind, name)
+	}
 	for range schemaMaxAttempts {
 		// One read transaction: the group and its members at one revision.
-		resp, err := s.client.Txn(ctx).Then(
-			clientv3.OpGet(gkey),
-			clientv3.OpGet(sp, clientv3.WithPrefix(), clientv3.WithKeysOnly()),
-			clientv3.OpGet(mp, clientv3.WithPrefix(), clientv3.WithKeysOnly()),
-		).Commit()
+		reads := []clientv3.Op{clientv3.OpGet(gkey)}
+		for _, p := range prefixes {
+			reads = append(reads, clientv3.OpGet(p, clientv3.WithPrefix(), clientv3.WithKeysOnly()))
+		}
+		resp, err := s.client.Txn(ctx).Then(reads...).Commit()
 		if err != nil {
 			return nil, 0, fmt.Errorf("registry/etcd: delete group %q: %w", name, err)
 		}
@@ -365,17 +349,15 @@ func (s *Store) deleteGroup(ctx context.Context, name string, opts registry.Dele
 			return nil, 0, registry.NonEmptyGroupError(name, info)
 		}
 		read := resp.Header.Revision
-		del, err := s.client.Txn(ctx).
-			If(
-				clientv3.Compare(clientv3.ModRevision(gkey), "=", gkvs[0].ModRevision),
-				clientv3.Compare(clientv3.ModRevision(sp), "<", read+1).WithPrefix(),
-				clientv3.Compare(clientv3.ModRevision(mp), "<", read+1).WithPrefix(),
-			).
-			Then(
-				clientv3.OpDelete(sp, clientv3.WithPrefix()),
-				clientv3.OpDelete(mp, clientv3.WithPrefix()),
-				clientv3.OpDelete(gkey),
-			).Commit()
+		// Guarded: no member was created or changed after the read.
+		guards := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(gkey), "=", gkvs[0].ModRevision)}
+		deletes := make([]clientv3.Op, 0, len(prefixes)+1)
+		for _, p := range prefixes {
+			guards = append(guards, clientv3.Compare(clientv3.ModRevision(p), "<", read+1).WithPrefix())
+			deletes = append(deletes, clientv3.OpDelete(p, clientv3.WithPrefix()))
+		}
+		deletes = append(deletes, clientv3.OpDelete(gkey))
+		del, err := s.client.Txn(ctx).If(guards...).Then(deletes...).Commit()
 		if err != nil {
 			return nil, 0, fmt.Errorf("registry/etcd: delete group %q: %w", name, err)
 		}

@@ -24,7 +24,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	"github.com/banyand-io/banyand/pkg/registry"
 	"github.com/banyand-io/banyand/pkg/registry/internal/codec"
@@ -305,6 +304,7 @@ func prepare(m proto.Message) (registry.Key, proto.Message, error) {
 	}
 	k, _ := registry.KeyOf(m)
 	m = proto.Clone(m)
+	registry.Prepare(m)
 	registry.SetUpdatedAt(m, timestamppb.Now())
 	return k, m, nil
 }
@@ -331,18 +331,18 @@ func (s *Store) put(_ context.Context, in proto.Message, create bool) (int64, er
 	defer done()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if k.Kind != registry.KindGroup {
-		var g *commonv1.Group
-		gobj, err := get(s, db, registry.GroupKey(k.Group))
+	found := map[registry.Key]proto.Message{}
+	for _, dk := range registry.Dependencies(k, m) {
+		dep, err := get(s, db, dk)
 		switch {
 		case err == nil:
-			g = gobj.Message.(*commonv1.Group)
+			found[dk] = dep.Message
 		case !errors.Is(err, registry.ErrNotFound):
 			return 0, err
 		}
-		if err := registry.CheckGroup(k, g); err != nil {
-			return 0, err
-		}
+	}
+	if err := registry.CheckDependencies(k, m, found); err != nil {
+		return 0, err
 	}
 	old, err := get(s, db, k)
 	exists := err == nil
@@ -359,11 +359,8 @@ func (s *Store) put(_ context.Context, in proto.Message, create bool) (int64, er
 	createRev := rev
 	if exists {
 		createRev = registry.Metadata(old.Message).GetCreateRevision()
-		if g, ok := m.(*commonv1.Group); ok {
-			if c := old.Message.(*commonv1.Group).GetCatalog(); c != g.GetCatalog() {
-				return 0, &registry.InvalidArgumentError{Field: "group.catalog",
-					Reason: fmt.Sprintf("cannot change from %s to %s", c, g.GetCatalog())}
-			}
+		if err := registry.CheckUpdate(old.Message, m); err != nil {
+			return 0, err
 		}
 	}
 	registry.Stamp(m, createRev, rev)
@@ -453,7 +450,7 @@ func (s *Store) deleteGroup(name string, opts registry.DeleteGroupOptions) (*dat
 	}
 	var members []registry.Object
 	var keys []registry.Key
-	for _, kind := range []registry.Kind{registry.KindStream, registry.KindMeasure} {
+	for _, kind := range registry.MemberKinds {
 		objs, err := scan(s, db, schemaPrefix+codec.MembersPrefix(kind, name))
 		if err != nil {
 			return nil, 0, err
@@ -473,7 +470,7 @@ func (s *Store) deleteGroup(name string, opts registry.DeleteGroupOptions) (*dat
 	rev := s.rev + 1
 	b := db.NewBatch()
 	events := make([]registry.Event, 0, len(members)+1)
-	for _, kind := range []registry.Kind{registry.KindStream, registry.KindMeasure} {
+	for _, kind := range registry.MemberKinds {
 		// A range delete also removes undecodable values under the prefix.
 		p := schemaPrefix + codec.MembersPrefix(kind, name)
 		_ = b.DeleteRange([]byte(p), prefixEnd(p), nil)

@@ -10,7 +10,8 @@ import (
 )
 
 func TestPathRoundTrip(t *testing.T) {
-	for _, k := range []registry.Key{registry.GroupKey("g"), registry.StreamKey("g", "s"), registry.MeasureKey("g-1", "m.x")} {
+	for _, k := range []registry.Key{registry.GroupKey("g"), registry.StreamKey("g", "s"), registry.MeasureKey("g-1", "m.x"),
+		{Kind: registry.KindIndexRuleBinding, Group: "g", Name: "b"}, {Kind: registry.KindTopNAggregation, Group: "g", Name: "t"}} {
 		got, err := Parse(Path(k))
 		if err != nil || got != k {
 			t.Errorf("Parse(Path(%v)) = %v, %v", k, got, err)
