@@ -1,6 +1,6 @@
-// Package metadata serves BanyanDB's schema registry gRPC services
-// (GroupRegistryService, StreamRegistryService, MeasureRegistryService) on
-// top of a registry store. It is the wire edge: registry errors become gRPC
+// Package metadata serves BanyanDB's schema registry gRPC services (groups,
+// streams, measures, index rules and their bindings, TopN aggregations,
+// traces and properties) on top of a registry store. It is the wire edge: registry errors become gRPC
 // status codes here and nowhere else.
 package metadata
 
@@ -23,7 +23,7 @@ type Store interface {
 	registry.GroupDeleter
 }
 
-// Service implements the three registry services over one Store.
+// Service implements the registry services over one Store.
 type Service struct {
 	store Store
 }
@@ -31,11 +31,19 @@ type Service struct {
 // New returns the services over store.
 func New(store Store) *Service { return &Service{store: store} }
 
-// Register registers all three services on s.
+// Register registers every registry service on s.
 func (svc *Service) Register(s *grpc.Server) {
-	databasev1.RegisterGroupRegistryServiceServer(s, &groupServer{store: svc.store})
-	databasev1.RegisterStreamRegistryServiceServer(s, &streamServer{store: svc.store})
-	databasev1.RegisterMeasureRegistryServiceServer(s, &measureServer{store: svc.store})
+	st := svc.store
+	databasev1.RegisterGroupRegistryServiceServer(s, &groupServer{store: st})
+	databasev1.RegisterStreamRegistryServiceServer(s, &streamServer{members: members[*databasev1.Stream]{st, registry.KindStream, "stream"}})
+	databasev1.RegisterMeasureRegistryServiceServer(s, &measureServer{members: members[*databasev1.Measure]{st, registry.KindMeasure, "measure"}})
+	databasev1.RegisterIndexRuleRegistryServiceServer(s, &indexRuleServer{members: members[*databasev1.IndexRule]{st, registry.KindIndexRule, "index_rule"}})
+	databasev1.RegisterIndexRuleBindingRegistryServiceServer(s, &indexRuleBindingServer{
+		members: members[*databasev1.IndexRuleBinding]{st, registry.KindIndexRuleBinding, "index_rule_binding"}})
+	databasev1.RegisterTopNAggregationRegistryServiceServer(s, &topNAggregationServer{
+		members: members[*databasev1.TopNAggregation]{st, registry.KindTopNAggregation, "top_n_aggregation"}})
+	databasev1.RegisterTraceRegistryServiceServer(s, &traceServer{members: members[*databasev1.Trace]{st, registry.KindTrace, "trace"}})
+	databasev1.RegisterPropertyRegistryServiceServer(s, &propertyServer{members: members[*databasev1.Property]{st, registry.KindProperty, "property"}})
 }
 
 // toStatus maps a registry error to its gRPC status; the message keeps the
@@ -66,38 +74,4 @@ func toStatus(err error) error {
 
 func missing(field string) error {
 	return status.Errorf(codes.InvalidArgument, "%s: required", field)
-}
-
-// exist answers the Exist RPCs: a missing group or object is an answer,
-// not an error.
-func exist(ctx context.Context, store registry.Reader, k registry.Key) (hasGroup, hasObject bool, err error) {
-	if err := registry.ValidateKey(k); err != nil {
-		return false, false, toStatus(err)
-	}
-	if _, err := store.Get(ctx, registry.GroupKey(k.Group)); err != nil {
-		if errors.Is(err, registry.ErrNotFound) {
-			return false, false, nil
-		}
-		return false, false, toStatus(err)
-	}
-	if _, err := store.Get(ctx, k); err != nil {
-		if errors.Is(err, registry.ErrNotFound) {
-			return true, false, nil
-		}
-		return false, false, toStatus(err)
-	}
-	return true, true, nil
-}
-
-// listMembers lists a group's streams or measures; NotFound if the group
-// itself does not exist.
-func listMembers(ctx context.Context, store registry.Reader, kind registry.Kind, group string) ([]registry.Object, error) {
-	if group == "" {
-		return nil, missing("group")
-	}
-	if _, err := store.Get(ctx, registry.GroupKey(group)); err != nil {
-		return nil, toStatus(err)
-	}
-	objs, err := store.List(ctx, kind, group)
-	return objs, toStatus(err)
 }

@@ -24,9 +24,14 @@ func TestMain(m *testing.M) {
 }
 
 type clients struct {
-	group   databasev1.GroupRegistryServiceClient
-	stream  databasev1.StreamRegistryServiceClient
-	measure databasev1.MeasureRegistryServiceClient
+	group     databasev1.GroupRegistryServiceClient
+	stream    databasev1.StreamRegistryServiceClient
+	measure   databasev1.MeasureRegistryServiceClient
+	indexRule databasev1.IndexRuleRegistryServiceClient
+	binding   databasev1.IndexRuleBindingRegistryServiceClient
+	topN      databasev1.TopNAggregationRegistryServiceClient
+	trace     databasev1.TraceRegistryServiceClient
+	property  databasev1.PropertyRegistryServiceClient
 }
 
 // serve runs the services over a fresh local store on 127.0.0.1:0.
@@ -58,9 +63,14 @@ func serve(t *testing.T) clients {
 		_ = store.Close()
 	})
 	return clients{
-		group:   databasev1.NewGroupRegistryServiceClient(conn),
-		stream:  databasev1.NewStreamRegistryServiceClient(conn),
-		measure: databasev1.NewMeasureRegistryServiceClient(conn),
+		group:     databasev1.NewGroupRegistryServiceClient(conn),
+		stream:    databasev1.NewStreamRegistryServiceClient(conn),
+		measure:   databasev1.NewMeasureRegistryServiceClient(conn),
+		indexRule: databasev1.NewIndexRuleRegistryServiceClient(conn),
+		binding:   databasev1.NewIndexRuleBindingRegistryServiceClient(conn),
+		topN:      databasev1.NewTopNAggregationRegistryServiceClient(conn),
+		trace:     databasev1.NewTraceRegistryServiceClient(conn),
+		property:  databasev1.NewPropertyRegistryServiceClient(conn),
 	}
 }
 
@@ -118,8 +128,11 @@ func TestGroupService(t *testing.T) {
 		t.Fatalf("exist nope = %v, %v", ex, err)
 	}
 
-	_, err = c.group.Create(ctx, &databasev1.GroupRegistryServiceCreateRequest{Group: registrytest.NewGroup("p", commonv1.Catalog_CATALOG_PROPERTY)})
-	wantCode(t, err, codes.Unimplemented, "property group")
+	for _, cat := range []commonv1.Catalog{commonv1.Catalog_CATALOG_PROPERTY, commonv1.Catalog_CATALOG_TRACE} {
+		if _, err := c.group.Create(ctx, &databasev1.GroupRegistryServiceCreateRequest{Group: registrytest.NewGroup("g"+cat.String(), cat)}); err != nil {
+			t.Fatalf("%s group: %v", cat, err)
+		}
+	}
 }
 
 func TestGroupDeleteSemantics(t *testing.T) {
@@ -267,4 +280,109 @@ func TestMeasureService(t *testing.T) {
 	}
 	_, err = c.measure.Get(ctx, &databasev1.MeasureRegistryServiceGetRequest{Metadata: md})
 	wantCode(t, err, codes.NotFound, "get deleted measure")
+}
+
+// TestIndexAndModelServices drives the index rule, binding, TopN, trace
+// and property services the way OAP installs its schema: Exist, Create,
+// Get, then the refusals a bad request gets.
+func TestIndexAndModelServices(t *testing.T) {
+	c, ctx := serve(t), testCtx(t)
+	for _, g := range []*commonv1.Group{
+		registrytest.NewGroup("mw", commonv1.Catalog_CATALOG_MEASURE),
+		registrytest.NewGroup("tw", commonv1.Catalog_CATALOG_TRACE),
+		registrytest.NewGroup("pw", commonv1.Catalog_CATALOG_PROPERTY),
+	} {
+		if _, err := c.group.Create(ctx, &databasev1.GroupRegistryServiceCreateRequest{Group: g}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.measure.Create(ctx, &databasev1.MeasureRegistryServiceCreateRequest{Measure: registrytest.NewMeasure("mw", "cpu")}); err != nil {
+		t.Fatal(err)
+	}
+	rule := &commonv1.Metadata{Group: "mw", Name: "service"}
+	ex, err := c.indexRule.Exist(ctx, &databasev1.IndexRuleRegistryServiceExistRequest{Metadata: rule})
+	if err != nil || !ex.GetHasGroup() || ex.GetHasIndexRule() {
+		t.Fatalf("rule exist before create = %v, %v", ex, err)
+	}
+	_, err = c.indexRule.Get(ctx, &databasev1.IndexRuleRegistryServiceGetRequest{Metadata: rule})
+	wantCode(t, err, codes.NotFound, "get missing rule") // OAP's findIndexRule reads NOT_FOUND as "absent"
+	if _, err := c.indexRule.Create(ctx, &databasev1.IndexRuleRegistryServiceCreateRequest{IndexRule: registrytest.NewIndexRule("mw", "service", "service")}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.indexRule.Create(ctx, &databasev1.IndexRuleRegistryServiceCreateRequest{IndexRule: registrytest.NewIndexRule("mw", "service", "service")})
+	wantCode(t, err, codes.AlreadyExists, "duplicate rule")
+	got, err := c.indexRule.Get(ctx, &databasev1.IndexRuleRegistryServiceGetRequest{Metadata: rule})
+	if err != nil || got.GetIndexRule().GetMetadata().GetId() == 0 || got.GetIndexRule().GetType() != databasev1.IndexRule_TYPE_INVERTED {
+		t.Fatalf("get rule = %v, %v", got, err)
+	}
+
+	_, err = c.binding.Create(ctx, &databasev1.IndexRuleBindingRegistryServiceCreateRequest{
+		IndexRuleBinding: registrytest.NewIndexRuleBinding("mw", "cpu", commonv1.Catalog_CATALOG_MEASURE, "cpu", "service", "nope")})
+	wantCode(t, err, codes.FailedPrecondition, "binding to a missing rule")
+	if msg := status.Convert(err).Message(); !strings.Contains(msg, "nope") {
+		t.Fatalf("message %q does not name the missing rule", msg)
+	}
+	if _, err := c.binding.Create(ctx, &databasev1.IndexRuleBindingRegistryServiceCreateRequest{
+		IndexRuleBinding: registrytest.NewIndexRuleBinding("mw", "cpu", commonv1.Catalog_CATALOG_MEASURE, "cpu", "service")}); err != nil {
+		t.Fatal(err)
+	}
+	bl, err := c.binding.List(ctx, &databasev1.IndexRuleBindingRegistryServiceListRequest{Group: "mw"})
+	if err != nil || len(bl.GetIndexRuleBinding()) != 1 {
+		t.Fatalf("list bindings = %v, %v", bl, err)
+	}
+
+	top := registrytest.NewTopNAggregation("mw", "top_cpu", "cpu")
+	top.FieldName = "nope"
+	_, err = c.topN.Create(ctx, &databasev1.TopNAggregationRegistryServiceCreateRequest{TopNAggregation: top})
+	wantCode(t, err, codes.InvalidArgument, "TopN on a missing field")
+	_, err = c.topN.Create(ctx, &databasev1.TopNAggregationRegistryServiceCreateRequest{TopNAggregation: registrytest.NewTopNAggregation("mw", "top_x", "nope")})
+	wantCode(t, err, codes.FailedPrecondition, "TopN on a missing measure")
+	if _, err := c.topN.Create(ctx, &databasev1.TopNAggregationRegistryServiceCreateRequest{TopNAggregation: registrytest.NewTopNAggregation("mw", "top_cpu", "cpu")}); err != nil {
+		t.Fatal(err)
+	}
+	tl, err := c.topN.List(ctx, &databasev1.TopNAggregationRegistryServiceListRequest{Group: "mw"})
+	if err != nil || len(tl.GetTopNAggregation()) != 1 {
+		t.Fatalf("list TopN = %v, %v", tl, err)
+	}
+	if _, err := c.topN.Delete(ctx, &databasev1.TopNAggregationRegistryServiceDeleteRequest{Metadata: &commonv1.Metadata{Group: "mw", Name: "top_cpu"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.topN.Delete(ctx, &databasev1.TopNAggregationRegistryServiceDeleteRequest{Metadata: &commonv1.Metadata{Group: "mw", Name: "top_cpu"}})
+	wantCode(t, err, codes.NotFound, "delete deleted TopN")
+
+	tr, err := c.trace.Create(ctx, &databasev1.TraceRegistryServiceCreateRequest{Trace: registrytest.NewTrace("tw", "segment")})
+	if err != nil || tr.GetModRevision() == 0 {
+		t.Fatalf("create trace = %v, %v", tr, err)
+	}
+	_, err = c.trace.Create(ctx, &databasev1.TraceRegistryServiceCreateRequest{Trace: registrytest.NewTrace("mw", "segment")})
+	wantCode(t, err, codes.FailedPrecondition, "trace in a measure group")
+	tex, err := c.trace.Exist(ctx, &databasev1.TraceRegistryServiceExistRequest{Metadata: &commonv1.Metadata{Group: "tw", Name: "segment"}})
+	if err != nil || !tex.GetHasGroup() || !tex.GetHasTrace() {
+		t.Fatalf("trace exist = %v, %v", tex, err)
+	}
+
+	_, err = c.property.Create(ctx, &databasev1.PropertyRegistryServiceCreateRequest{})
+	wantCode(t, err, codes.InvalidArgument, "property missing")
+	if _, err := c.property.Create(ctx, &databasev1.PropertyRegistryServiceCreateRequest{Property: registrytest.NewProperty("pw", "ui_template")}); err != nil {
+		t.Fatal(err)
+	}
+	pl, err := c.property.List(ctx, &databasev1.PropertyRegistryServiceListRequest{Group: "pw"})
+	if err != nil || len(pl.GetProperties()) != 1 {
+		t.Fatalf("list properties = %v, %v", pl, err)
+	}
+	pex, err := c.property.Exist(ctx, &databasev1.PropertyRegistryServiceExistRequest{Metadata: &commonv1.Metadata{Group: "nope", Name: "ui_template"}})
+	if err != nil || pex.GetHasGroup() || pex.GetHasProperty() {
+		t.Fatalf("property exist in missing group = %v, %v", pex, err)
+	}
+
+	del, err := c.group.Delete(ctx, &databasev1.GroupRegistryServiceDeleteRequest{Group: "mw", Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := del.GetSchemaInfo()
+	if len(info.GetMeasures()) != 1 || len(info.GetIndexRules()) != 1 || len(info.GetIndexRuleBindings()) != 1 {
+		t.Fatalf("group delete info = %v", info)
+	}
+	_, err = c.indexRule.Get(ctx, &databasev1.IndexRuleRegistryServiceGetRequest{Metadata: rule})
+	wantCode(t, err, codes.NotFound, "rule of a deleted group")
 }

@@ -12,16 +12,35 @@ import (
 	"github.com/banyand-io/banyand/pkg/route"
 )
 
-// Key names a stream or measure.
+// Key names a member of a group: a stream, measure, index rule, ...
 type Key struct{ Group, Name string }
 
 // Snapshot is an immutable view of the schema. Readers hold on to one
 // without locks; the cache builds the next one and swaps it in.
 type Snapshot struct {
-	Rev      int64
-	Groups   map[string]*commonv1.Group
-	Streams  map[Key]*databasev1.Stream
-	Measures map[Key]*databasev1.Measure
+	Rev               int64
+	Groups            map[string]*commonv1.Group
+	Streams           map[Key]*databasev1.Stream
+	Measures          map[Key]*databasev1.Measure
+	IndexRules        map[Key]*databasev1.IndexRule
+	IndexRuleBindings map[Key]*databasev1.IndexRuleBinding
+	TopNAggregations  map[Key]*databasev1.TopNAggregation
+	Traces            map[Key]*databasev1.Trace
+	Properties        map[Key]*databasev1.Property
+}
+
+func newSnapshot(rev int64) *Snapshot {
+	return &Snapshot{
+		Rev:               rev,
+		Groups:            map[string]*commonv1.Group{},
+		Streams:           map[Key]*databasev1.Stream{},
+		Measures:          map[Key]*databasev1.Measure{},
+		IndexRules:        map[Key]*databasev1.IndexRule{},
+		IndexRuleBindings: map[Key]*databasev1.IndexRuleBinding{},
+		TopNAggregations:  map[Key]*databasev1.TopNAggregation{},
+		Traces:            map[Key]*databasev1.Trace{},
+		Properties:        map[Key]*databasev1.Property{},
+	}
 }
 
 // Cache follows a registry watch (it is a registry.Handler) and serves
@@ -45,7 +64,7 @@ type Cache struct {
 // NewCache returns an empty cache; Ready is closed after the first Reset.
 func NewCache(onGroups func([]route.Group)) *Cache {
 	c := &Cache{onGroups: onGroups, ready: make(chan struct{}), changed: make(chan struct{}), objects: map[registry.Key]registry.Object{}}
-	c.cur.Store(&Snapshot{Groups: map[string]*commonv1.Group{}, Streams: map[Key]*databasev1.Stream{}, Measures: map[Key]*databasev1.Measure{}})
+	c.cur.Store(newSnapshot(0))
 	return c
 }
 
@@ -80,14 +99,9 @@ func (c *Cache) Apply(rev int64, events []registry.Event) {
 
 // rebuild derives a new snapshot from the objects. Schema changes are rare
 // and small, so rebuilding everything keeps the logic obviously right. A
-// stream or measure whose group is not there yet is left out.
+// member whose group is not there yet is left out.
 func (c *Cache) rebuild(rev int64) {
-	s := &Snapshot{
-		Rev:      rev,
-		Groups:   map[string]*commonv1.Group{},
-		Streams:  map[Key]*databasev1.Stream{},
-		Measures: map[Key]*databasev1.Measure{},
-	}
+	s := newSnapshot(rev)
 	for k, o := range c.objects {
 		if g, ok := o.Message.(*commonv1.Group); ok && k.Kind == registry.KindGroup {
 			s.Groups[k.Name] = g
@@ -97,11 +111,22 @@ func (c *Cache) rebuild(rev int64) {
 		if s.Groups[k.Group] == nil {
 			continue
 		}
+		key := Key{k.Group, k.Name}
 		switch m := o.Message.(type) {
 		case *databasev1.Stream:
-			s.Streams[Key{k.Group, k.Name}] = m
+			s.Streams[key] = m
 		case *databasev1.Measure:
-			s.Measures[Key{k.Group, k.Name}] = m
+			s.Measures[key] = m
+		case *databasev1.IndexRule:
+			s.IndexRules[key] = m
+		case *databasev1.IndexRuleBinding:
+			s.IndexRuleBindings[key] = m
+		case *databasev1.TopNAggregation:
+			s.TopNAggregations[key] = m
+		case *databasev1.Trace:
+			s.Traces[key] = m
+		case *databasev1.Property:
+			s.Properties[key] = m
 		}
 	}
 	c.cur.Store(s)

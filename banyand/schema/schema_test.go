@@ -55,16 +55,21 @@ func TestCacheFollowsTheRegistry(t *testing.T) {
 			Ttl: &commonv1.IntervalRule{Unit: commonv1.IntervalRule_UNIT_HOUR, Num: 3}}}
 	stream := &databasev1.Stream{Metadata: &commonv1.Metadata{Group: "g", Name: "s"}}
 	orphan := &databasev1.Stream{Metadata: &commonv1.Metadata{Group: "other", Name: "s"}}
+	rule := &databasev1.IndexRule{Metadata: &commonv1.Metadata{Group: "g", Name: "r"}}
+	binding := &databasev1.IndexRuleBinding{Metadata: &commonv1.Metadata{Group: "g", Name: "s"}}
 	select {
 	case <-c.Ready():
 		t.Fatal("ready before the first snapshot")
 	default:
 	}
-	c.Reset([]registry.Object{object(t, 1, group), object(t, 2, stream), object(t, 2, orphan)}, 2)
+	c.Reset([]registry.Object{object(t, 1, group), object(t, 2, stream), object(t, 2, orphan), object(t, 2, rule), object(t, 2, binding)}, 2)
 	<-c.Ready()
 	s := c.Current()
 	if s.Rev != 2 || s.Groups["g"] == nil || s.Streams[Key{Group: "g", Name: "s"}] == nil || len(s.Streams) != 1 {
 		t.Fatalf("snapshot %+v", s)
+	}
+	if s.IndexRules[Key{Group: "g", Name: "r"}] != rule || s.IndexRuleBindings[Key{Group: "g", Name: "s"}] != binding {
+		t.Fatalf("snapshot rules %v, bindings %v", s.IndexRules, s.IndexRuleBindings)
 	}
 	if len(groups) != 1 || groups[0] != (route.Group{Name: "g", ShardNum: 2}) {
 		t.Errorf("onGroups got %v", groups)
