@@ -22,7 +22,7 @@ var (
 	// exist. It is also an ErrFailedPrecondition.
 	ErrGroupNotFound = fmt.Errorf("group not found: %w", ErrFailedPrecondition)
 	// ErrUnimplemented: the request asks for something banyand does not do
-	// (group delete with data_only, property or trace groups).
+	// (group delete with data_only).
 	ErrUnimplemented = errors.New("registry: unimplemented")
 )
 
