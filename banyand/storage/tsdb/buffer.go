@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -19,6 +20,13 @@ import (
 //
 // A memBuffer is mutable until sealed by a flush; then nothing is added to
 // it, and it stays readable until its sstable is ingested.
+//
+// A record is added before its log sync and read only after it: each
+// entry keeps the sequence number of its log record, and a scan skips
+// the entries past the log's durable mark (writeLog.durable). So a reader
+// never sees a write that a crash could still lose and that nobody was
+// acked for, and writers add in parallel with the sync as before. A
+// sealed buffer was synced whole before it was sealed (rotate).
 type memBuffer struct {
 	mu    sync.Mutex
 	names map[string]*nameBuffer // by name prefix (see namePrefix)
@@ -93,7 +101,11 @@ type bufEntry struct {
 	chunk, off uint32 // the suffix starts at chunks[chunk][off], the value follows
 	suffixLen  uint32
 	valueLen   uint32
+	seq        uint64 // of the log record that added it; 0 for a replay's
 }
+
+// allVisible reads every entry: of a sealed buffer, or a replay's.
+const allVisible = math.MaxUint64
 
 func (e bufEntry) suffix(a *arena) []byte {
 	return a.chunks[e.chunk][e.off : e.off+e.suffixLen]
@@ -170,10 +182,11 @@ func appendBytesLP(dst, b []byte) []byte {
 
 // applyOps adds the records of a log record to m, or removes what a drop
 // removes. Replay and the write path both add through it, so what a
-// restart rebuilds is what the writes built.
+// restart rebuilds is what the writes built. seq is the record's number
+// in the log (see memBuffer), 0 in a replay.
 // onSegment, if set, sees every segment record (opSegment) and drop
 // (opDrop, with the segment record key).
-func (m *memBuffer) applyOps(rec []byte, onSegment func(op byte, key, value []byte) error) error {
+func (m *memBuffer) applyOps(rec []byte, seq uint64, onSegment func(op byte, key, value []byte) error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for len(rec) > 0 {
@@ -195,7 +208,7 @@ func (m *memBuffer) applyOps(rec []byte, onSegment func(op byte, key, value []by
 			if len(a) < 1+8 || len(b) < 8 {
 				return errMalformed
 			}
-			m.putLocked(a, b, v)
+			m.putLocked(a, b, v, seq)
 		case opSegment:
 			if onSegment != nil {
 				if err := onSegment(op, a, b); err != nil {
@@ -220,7 +233,7 @@ func (m *memBuffer) applyOps(rec []byte, onSegment func(op byte, key, value []by
 	return nil
 }
 
-func (m *memBuffer) putLocked(seriesPrefix, suffix, value []byte) {
+func (m *memBuffer) putLocked(seriesPrefix, suffix, value []byte, seq uint64) {
 	np, hash := seriesPrefix[:len(seriesPrefix)-8], binary.BigEndian.Uint64(seriesPrefix[len(seriesPrefix)-8:])
 	nb := m.last
 	if nb == nil || !bytes.Equal(nb.prefix, np) {
@@ -243,7 +256,7 @@ func (m *memBuffer) putLocked(seriesPrefix, suffix, value []byte) {
 	n := len(suffix) + len(value)
 	chunk, off, b := m.arena.alloc(n)
 	copy(b[copy(b, suffix):], value)
-	sb.entries = append(sb.entries, bufEntry{chunk: chunk, off: off, suffixLen: uint32(len(suffix)), valueLen: uint32(len(value))})
+	sb.entries = append(sb.entries, bufEntry{chunk: chunk, off: off, suffixLen: uint32(len(suffix)), valueLen: uint32(len(value)), seq: seq})
 	sb.bytes += int64(n)
 	m.bytes.Add(int64(n) + entryOverhead)
 }
@@ -293,13 +306,20 @@ func resolve(kind Kind, older, newer []byte) []byte {
 }
 
 // eachRecord calls fn with every record of sb in key order, duplicates
-// resolved. sb is ordered.
-func (sb *seriesBuffer) eachRecord(kind Kind, fn func(suffix, value []byte) error) error {
+// resolved, of the entries whose log record is at most visible. sb is
+// ordered.
+func (sb *seriesBuffer) eachRecord(kind Kind, visible uint64, fn func(suffix, value []byte) error) error {
 	for i := 0; i < len(sb.entries); {
+		if sb.entries[i].seq > visible {
+			i++
+			continue
+		}
 		s, v := sb.entries[i].suffix(sb.arena), sb.entries[i].value(sb.arena)
 		j := i + 1
 		for ; j < len(sb.entries) && bytes.Equal(sb.entries[j].suffix(sb.arena), s); j++ {
-			v = resolve(kind, v, sb.entries[j].value(sb.arena))
+			if sb.entries[j].seq <= visible {
+				v = resolve(kind, v, sb.entries[j].value(sb.arena))
+			}
 		}
 		if err := fn(s, v); err != nil {
 			return err
@@ -360,8 +380,8 @@ func compareRecordKey(hash uint64, suffix []byte, r *bufRecord) int {
 
 // collect appends the records of name prefix np in m whose timestamps are
 // in [begin, end), of one series if onlyHash is set, in key order with
-// duplicates resolved.
-func (m *memBuffer) collect(dst []bufRecord, np []byte, onlyHash *uint64, begin, end int64) []bufRecord {
+// duplicates resolved, leaving out those of log records past visible.
+func (m *memBuffer) collect(dst []bufRecord, np []byte, onlyHash *uint64, begin, end int64, visible uint64) []bufRecord {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	nb := m.names[string(np)]
@@ -384,7 +404,7 @@ func (m *memBuffer) collect(dst []bufRecord, np []byte, onlyHash *uint64, begin,
 		i := sort.Search(len(sb.entries), func(i int) bool { return bytes.Compare(sb.entries[i].suffix(sb.arena), lo) >= 0 })
 		k := sort.Search(len(sb.entries), func(i int) bool { return bytes.Compare(sb.entries[i].suffix(sb.arena), hi) >= 0 })
 		sub := seriesBuffer{entries: sb.entries[i:k], arena: sb.arena}
-		_ = sub.eachRecord(nb.kind, func(s, v []byte) error {
+		_ = sub.eachRecord(nb.kind, visible, func(s, v []byte) error {
 			dst = append(dst, bufRecord{hash: h, suffix: s, value: v})
 			return nil
 		})

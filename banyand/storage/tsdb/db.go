@@ -46,6 +46,9 @@ type Options struct {
 	// so that they share it (group commit); 0 syncs at once. A lone
 	// writer, or the first after a quiet spell, does not wait.
 	SyncGather time.Duration
+
+	// syncs replaces the store's syncs in tests; the zero value syncs.
+	syncs syncer
 }
 
 // DefaultSyncGather is the data nodes' SyncGather (--write-log-gather):
@@ -203,7 +206,7 @@ func (db *DB) start() error {
 	if err != nil {
 		return err
 	}
-	if db.wal, err = openWriteLog(db.walDir, next, db.opts.NoSync, db.opts.SyncGather); err != nil {
+	if db.wal, err = openWriteLog(db.walDir, next, db.opts.NoSync, db.opts.SyncGather, db.opts.syncs); err != nil {
 		return err
 	}
 	// The replayed records are in Pebble now.

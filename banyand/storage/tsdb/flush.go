@@ -228,7 +228,7 @@ func writeBuffer(w *sstable.Writer, names []*nameBuffer, metas [][2][]byte, pace
 		for _, h := range nb.sortedHashes() {
 			sb := nb.series[h]
 			pace.wrote(sb.bytes + int64(len(sb.entries))*entryOverhead)
-			err := sb.eachRecord(nb.kind, func(suffix, value []byte) error {
+			err := sb.eachRecord(nb.kind, allVisible, func(suffix, value []byte) error {
 				key = append(binary.BigEndian.AppendUint64(append(key[:0], nb.prefix...), h), suffix...)
 				if nb.kind == KindMeasure {
 					return w.Merge(key, value)
@@ -370,7 +370,7 @@ func (db *DB) replay() (next uint64, err error) {
 	records := 0
 	for i, n := range nums[:newest+1] {
 		path := filepath.Join(db.walDir, walName(n))
-		sealed, err := readWAL(path, n, func(p []byte) error { records++; return m.applyOps(p, onSegment) })
+		sealed, err := readWAL(path, n, func(p []byte) error { records++; return m.applyOps(p, 0, onSegment) })
 		switch {
 		case i == newest && errors.Is(err, errTornRecord):
 			db.log.Warn("write-ahead log ends in a torn record (a write that was never acknowledged); ignoring it", "file", path)

@@ -11,7 +11,7 @@ import (
 
 func openTestLog(t *testing.T, gather time.Duration) *writeLog {
 	t.Helper()
-	l, err := openWriteLog(t.TempDir(), 1, false, gather)
+	l, err := openWriteLog(t.TempDir(), 1, false, gather, syncer{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,10 +97,17 @@ func (db *DB) buffered(kind Kind, np []byte, onlyHash *uint64, begin, end int64)
 	for _, b := range bufs {
 		b.ref()
 	}
+	// The mutable buffer's records are read up to what the log has
+	// synced (see memBuffer); a sealed one's are all synced.
+	durable := db.wal.durable()
 	db.bufMu.RUnlock()
 	lists := make([][]bufRecord, 0, len(bufs))
 	for _, b := range bufs {
-		if l := b.collect(nil, np, onlyHash, begin, end); len(l) > 0 {
+		visible := uint64(allVisible)
+		if b == bufs[len(bufs)-1] {
+			visible = durable
+		}
+		if l := b.collect(nil, np, onlyHash, begin, end, visible); len(l) > 0 {
 			lists = append(lists, l)
 		}
 	}

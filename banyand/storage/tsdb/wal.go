@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -43,6 +44,7 @@ import (
 type writeLog struct {
 	dir    string
 	noSync bool
+	sync   syncer
 
 	mu      sync.Mutex
 	synced  *sync.Cond // broadcast when syncedSeq or err changes, or syncing ends
@@ -53,7 +55,9 @@ type writeLog struct {
 	spare   []byte   // the previous pending, reused
 	// appendedSeq counts records queued, syncedSeq those durable.
 	appendedSeq, syncedSeq uint64
-	syncing                bool
+	// syncedMark is syncedSeq for readers that take no lock (durable).
+	syncedMark atomic.Uint64
+	syncing    bool
 	// err is the first write or sync failure: after it nothing is known to
 	// be durable, so every later append and wait fails with it.
 	err error
@@ -142,8 +146,8 @@ func listWAL(dir string) ([]uint64, error) {
 
 // openWriteLog starts log file num in dir. gatherWait is as for
 // Options.SyncGather.
-func openWriteLog(dir string, num uint64, noSync bool, gatherWait time.Duration) (*writeLog, error) {
-	l := &writeLog{dir: dir, noSync: noSync, gatherWait: gatherWait}
+func openWriteLog(dir string, num uint64, noSync bool, gatherWait time.Duration, syncs syncer) (*writeLog, error) {
+	l := &writeLog{dir: dir, noSync: noSync, gatherWait: gatherWait, sync: syncs}
 	l.synced = sync.NewCond(&l.mu)
 	f, err := l.create(num)
 	if err != nil {
@@ -232,6 +236,10 @@ func (l *writeLog) wait(seq uint64) error {
 	return l.err
 }
 
+// durable returns the sequence number through which records are durable:
+// a record is readable once its number is at most this.
+func (l *writeLog) durable() uint64 { return l.syncedMark.Load() }
+
 // gatherIdle is how many gather times without a sync make the log idle:
 // then a sync does not wait for the writers of the last one.
 const gatherIdle = 10
@@ -294,6 +302,7 @@ func (l *writeLog) syncPendingLocked() {
 		l.err = fmt.Errorf("tsdb: write-ahead log: %w", err)
 	} else {
 		l.syncedSeq = target
+		l.syncedMark.Store(target)
 		l.bytesWritten += uint64(len(buf))
 		l.syncs++
 		if l.gatherWait > 0 {
@@ -313,7 +322,7 @@ func (l *writeLog) writeAndSync(f *os.File, buf []byte) error {
 	if l.noSync {
 		return nil
 	}
-	return syncData(f)
+	return l.sync.syncFile(f)
 }
 
 // rotate makes everything queued durable in the current file, closes it

@@ -48,13 +48,13 @@ func FuzzReplayLog(f *testing.F) {
 			return nil
 		}
 		m := newMemBuffer()
-		_, _ = readWAL(path, 1, func(p []byte) error { return m.applyOps(p, onSegment) })
-		_ = m.applyOps(file, onSegment)
+		_, _ = readWAL(path, 1, func(p []byte) error { return m.applyOps(p, 0, onSegment) })
+		_ = m.applyOps(file, 0, onSegment)
 		names, _ := m.sorted()
 		for _, nb := range names {
-			_ = m.collect(nil, nb.prefix, nil, -1<<62, 1<<62)
+			_ = m.collect(nil, nb.prefix, nil, -1<<62, 1<<62, allVisible)
 			for _, h := range nb.sortedHashes() {
-				_ = nb.series[h].eachRecord(nb.kind, func(_, _ []byte) error { return nil })
+				_ = nb.series[h].eachRecord(nb.kind, allVisible, func(_, _ []byte) error { return nil })
 			}
 		}
 	})

@@ -93,15 +93,17 @@ func (db *DB) Write(ctx context.Context, ws []Write) error {
 
 // logAndBuffer appends rec to the log, applies it to the mutable buffer
 // (and to a sealed one not yet in Pebble too, if toSealed: drops must
-// reach it), and returns once rec is durable.
+// reach it), and returns once rec is durable. Scans see rec's records
+// only from then on (see memBuffer): applying it before the sync keeps
+// the buffer in log order without waiting for the sync to add.
 func (db *DB) logAndBuffer(rec []byte, toSealed bool) error {
 	db.bufMu.RLock()
 	seq, err := db.wal.append(rec)
 	if err == nil {
-		err = db.mem.applyOps(rec, nil)
+		err = db.mem.applyOps(rec, seq, nil)
 	}
 	if err == nil && toSealed && db.imm != nil {
-		err = db.imm.applyOps(rec, nil)
+		err = db.imm.applyOps(rec, seq, nil)
 	}
 	full := db.mem.size() >= db.bufferBytes
 	db.bufMu.RUnlock()
