@@ -43,7 +43,10 @@ const maxPendingPerStream = 8192
 
 // writeSession runs one client Write stream. The receive loop (the RPC's
 // goroutine) validates and publishes; the answer loop owns Send and answers
-// every message in arrival order once its fate is known.
+// every message in arrival order once its fate is known. Backpressure: the
+// receive loop waits while maxPendingPerStream messages are unanswered
+// (see pendingQueue), until the answer loop answers one or the stream's
+// context ends.
 type writeSession[Req any] struct {
 	logger  *slog.Logger
 	kind    string // "stream" or "measure", for logs
@@ -56,7 +59,7 @@ type writeSession[Req any] struct {
 func (s *writeSession[Req]) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	pending := make(chan pendingWrite, maxPendingPerStream)
+	pending := newPendingQueue(maxPendingPerStream)
 	answered := make(chan error, 1)
 	go func() { answered <- s.answer(ctx, pending) }()
 
@@ -70,18 +73,15 @@ func (s *writeSession[Req]) run(ctx context.Context) error {
 			break
 		}
 		p := s.handle(ctx, req, s.publish)
-		select {
-		case pending <- p:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
+		if !pending.push(ctx, p) || ctx.Err() != nil {
 			break
 		}
 	}
-	close(pending)
+	pending.close()
 	// The answer loop resolves everything already published before the
 	// stream ends, so a client that half-closes still gets every status.
 	sendErr := <-answered
+	pending.release()
 	// Close waits for any ack the answer loop abandoned on a send error.
 	_ = s.publish.Close()
 	if recvErr != nil {
@@ -90,9 +90,13 @@ func (s *writeSession[Req]) run(ctx context.Context) error {
 	return sendErr
 }
 
-func (s *writeSession[Req]) answer(ctx context.Context, pending <-chan pendingWrite) error {
+func (s *writeSession[Req]) answer(ctx context.Context, pending *pendingQueue) error {
 	var sendErr error
-	for p := range pending {
+	for {
+		p, ok := pending.pop()
+		if !ok {
+			return sendErr
+		}
 		if sendErr != nil {
 			continue // keep draining so the receive loop never blocks
 		}
@@ -121,7 +125,6 @@ func (s *writeSession[Req]) answer(ctx context.Context, pending <-chan pendingWr
 		}
 		sendErr = s.send(p, status)
 	}
-	return sendErr
 }
 
 // fields are a write's request-scoped log attributes, then extra.

@@ -178,6 +178,60 @@ func TestWriteSessionAnswersInOrder(t *testing.T) {
 	checkAnswers(t, r.answers(), func(id uint64) modelv1.Status { return outcomes[id%uint64(len(outcomes))].status }, n)
 }
 
+// A client that writes faster than acks come is held at
+// maxPendingPerStream unanswered writes, and once the acks come every
+// write is answered, in order.
+func TestWriteSessionBackpressure(t *testing.T) {
+	n := 2*maxPendingPerStream + 100
+	// The answer loop waits on write 1 while the queue fills behind it:
+	// maxPendingPerStream queued, one in the answer loop's hands and one
+	// in the receive loop's.
+	const held = maxPendingPerStream + 2
+	release := make(chan struct{})
+	var released, over atomic.Bool
+	r := &sessionRun{
+		n: n,
+		handle: func(id uint64) pendingWrite {
+			if id > held && !released.Load() {
+				over.Store(true)
+			}
+			if id == 1 {
+				return pendingWrite{messageID: id, future: funcFuture(func(context.Context) error {
+					<-release
+					return nil
+				})}
+			}
+			return pendingWrite{messageID: id, future: fakeFuture(nil)}
+		},
+	}
+	// The test's goroutine runs the session; this one lets the acks come
+	// once the queue is full (or it gave up waiting: then the count fails).
+	var full atomic.Bool
+	go func() {
+		defer close(release)
+		for deadline := time.Now().Add(sessionLimit / 2); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if r.recvs.Load() >= held {
+				full.Store(true)
+				// Room for a bound that does not hold to show; the test
+				// does not rely on it to pass.
+				time.Sleep(20 * time.Millisecond)
+				break
+			}
+		}
+		released.Store(true)
+	}()
+	if err := r.run(t); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if !full.Load() {
+		t.Fatalf("the session never received %d writes while write 1 was unanswered", held)
+	}
+	if over.Load() {
+		t.Fatalf("more than %d writes received while %d were unanswered", held, maxPendingPerStream)
+	}
+	checkAnswers(t, r.answers(), func(uint64) modelv1.Status { return sSucceed }, n)
+}
+
 func TestWriteSessionSendFailsMidway(t *testing.T) {
 	// More messages than the pending channel holds: if the answer loop
 	// stopped draining after the failed send, the receive loop would block.
@@ -370,3 +424,34 @@ func TestSessionLogsWritesWithRequestFields(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// BenchmarkWriteSession is what one client write stream of 10 acked
+// messages costs the session, fakes on both sides: with SkyWalking OAP
+// opening a stream a bulk flush, its setup is paid every flush.
+func BenchmarkWriteSession(b *testing.B) {
+	const n = 10
+	var pub countingPublisher
+	b.ReportAllocs()
+	for b.Loop() {
+		next := 0
+		s := writeSession[uint64]{
+			logger: discardLogger,
+			kind:   "stream",
+			recv: func() (uint64, error) {
+				if next == n {
+					return 0, io.EOF
+				}
+				next++
+				return uint64(next), nil
+			},
+			send: func(pendingWrite, modelv1.Status) error { return nil },
+			handle: func(_ context.Context, id uint64, _ queue.BatchPublisher) pendingWrite {
+				return pendingWrite{messageID: id, future: fakeFuture(nil)}
+			},
+			publish: &pub,
+		}
+		if err := s.run(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
