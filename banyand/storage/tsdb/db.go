@@ -100,7 +100,11 @@ type DB struct {
 	// afterBuild, if set, runs between building a flush's table and
 	// ingesting it: tests drop segments there.
 	afterBuild func()
-	sstSeq     atomic.Uint64
+	// afterDropStep, if set, runs after each durable step of a drop
+	// (1, then 2) and may end the drop there: tests stop a drop between
+	// its steps, as a crash would.
+	afterDropStep func(step int) error
+	sstSeq        atomic.Uint64
 	// flushKick wakes the flusher; stopFlusher stops it, flusherDone says
 	// it stopped.
 	flushKick   chan struct{}
