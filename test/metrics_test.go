@@ -2,6 +2,7 @@ package test
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -9,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
+	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 	"github.com/banyand-io/banyand/banyand/roles"
 	"github.com/banyand-io/banyand/internal/poll"
 	"github.com/banyand-io/banyand/pkg/registry/etcd/etcdtest"
@@ -154,4 +158,45 @@ func TestClusterMetrics(t *testing.T) {
 	if _, ok := dm.sum("banyand_subscriber_failures_total"); ok {
 		t.Errorf("failures counted for writes that all succeeded")
 	}
+
+	// Writes naming thousands of groups that do not exist are counted
+	// under one label: client input cannot grow the series without bound.
+	const unknown = 2000
+	reqs := make([]*streamv1.WriteRequest, unknown)
+	for i := range reqs {
+		reqs[i] = &streamv1.WriteRequest{Metadata: &commonv1.Metadata{Group: fmt.Sprintf("nope-%d", i), Name: streamName},
+			Element: testElement(i, 7), MessageId: uint64(i + 1)}
+	}
+	resps, err := sendStream(t, conn, reqs)
+	if err != nil || len(resps) != unknown {
+		t.Fatalf("unknown-group writes: %d answers, %v", len(resps), err)
+	}
+	for _, r := range resps {
+		if r.GetStatus() != modelv1.Status_STATUS_NOT_FOUND.String() {
+			t.Fatalf("write to a missing group answered %s", r.GetStatus())
+		}
+	}
+	unknownGroup := `group="_unknown"`
+	poll.Within(t, 10*time.Second, "every unknown-group answer counted", func() bool {
+		lm = scrape(t, l.HTTPBoundAddr())
+		v, _ := lm.sum("banyand_liaison_writes_answered_total", unknownGroup, `status="STATUS_NOT_FOUND"`)
+		return v == unknown
+	})
+	lm.want(t, "unknown-group writes received", func(v float64) bool { return v == unknown }, "banyand_liaison_writes_received_total", unknownGroup)
+	for _, name := range []string{"banyand_liaison_writes_received_total", "banyand_liaison_writes_answered_total"} {
+		if n := lm.series(name); n > 3 {
+			t.Errorf("%s has %d series after writes to %d unknown groups, want at most 3", name, n, unknown)
+		}
+	}
+}
+
+// series counts the series of name.
+func (m metrics) series(name string) int {
+	n := 0
+	for s := range m {
+		if base, _, _ := strings.Cut(s, "{"); base == name {
+			n++
+		}
+	}
+	return n
 }

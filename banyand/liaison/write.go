@@ -314,9 +314,10 @@ const maxPooledPayload = 16 << 10
 // an answer with its message_id once its data node acked it durably, or
 // an error status.
 func serveWrites(w *writer, srv grpc.ServerStream, m *model) error {
-	st := &writeStream{w: w, m: m, recvd: receivedCounter{src: w.counters, kind: m.name}}
+	label := labelBySchema(w.schema)
+	st := &writeStream{w: w, m: m, recvd: receivedCounter{src: w.counters, label: label, kind: m.name}}
 	var in request // received into, one request at a time
-	answerCount := answeredCounter{src: w.counters, kind: m.name}
+	answerCount := answeredCounter{src: w.counters, label: label, kind: m.name}
 	send := sendWriteResponse(srv)
 	sess := writeSession[*request]{
 		logger: w.logger,
