@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -160,5 +161,76 @@ func TestDropExpiredCrashBetweenStepsConverges(t *testing.T) {
 				t.Errorf("after a late write into the dropped range: %v, want [late new]", got)
 			}
 		})
+	}
+}
+
+// dirSyncs records the directories a store syncs.
+type dirSyncs struct {
+	mu   sync.Mutex
+	dirs []string
+}
+
+func (d *dirSyncs) dir(path string) error {
+	d.mu.Lock()
+	d.dirs = append(d.dirs, path)
+	d.mu.Unlock()
+	return syncDir(path)
+}
+
+func (d *dirSyncs) got() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.dirs)
+}
+
+// mkdirDurable syncs the parent of every directory it makes, up to the
+// closest one that was there, and the parent of its target even when the
+// target was there already.
+func TestMkdirDurableSyncsTheParents(t *testing.T) {
+	root := t.TempDir()
+	deep := filepath.Join(root, "a", "b", "c")
+	for _, tc := range []struct {
+		name string
+		want []string
+	}{
+		{"made with two parents", []string{filepath.Join(root, "a", "b"), filepath.Join(root, "a"), root}},
+		{"there already", []string{filepath.Join(root, "a", "b")}},
+	} {
+		rec := &dirSyncs{}
+		if err := mkdirDurable(deep, syncer{dir: rec.dir}); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(deep); err != nil || !fi.IsDir() {
+			t.Fatalf("%s: %s not a directory: %v", tc.name, deep, err)
+		}
+		if got := rec.got(); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: synced %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Open makes the data directory (with its missing parents), write-log/
+// and ingest/ durable before it takes a write: the parent of each is
+// synced after it is made, and write-log/ after its first file is.
+func TestOpenSyncsTheDirectoriesItMakes(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "data", "storage")
+	rec := &dirSyncs{}
+	db := openDB(t, dir, Options{syncs: syncer{dir: rec.dir}})
+	got := rec.got()
+	for _, want := range []string{
+		root,              // data/ made in it
+		filepath.Dir(dir), // storage/ made in it
+		dir,               // write-log/ and ingest/ made in it
+		db.walDir,         // the first log file made in it
+	} {
+		if !slices.Contains(got, want) {
+			t.Errorf("Open synced %v: not %s", got, want)
+		}
+	}
+	// Each before the directory below it is synced: its entry is durable
+	// by the time anything in it is.
+	if i, j := slices.Index(got, dir), slices.Index(got, db.walDir); i > j {
+		t.Errorf("synced %v: the log's directory before its parent", got)
 	}
 }

@@ -176,23 +176,11 @@ func (l *writeLog) create(num uint64) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tsdb: create log: %w", err)
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := l.sync.syncDir(l.dir); err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("tsdb: create log: %w", err)
 	}
 	return f, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // append queues payload as one record and returns its sequence number for
