@@ -132,13 +132,11 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 	})
 	watch := newNodeWatch(nodeWatcher, placement, logger, roleMetrics.RegistryEvents)
 	meta := metadata.New(liaison.ReadYourWrites(store, cache))
-	opts := append(l.server.clientServerOptions(), metrics.GRPCServerOptions(roleMetrics.GRPC)...)
-	secOpts, err := l.server.Security.ServerOptions(logger, sec)
+	opts, err := l.server.clientServerOptions(logger, roleMetrics.GRPC, sec)
 	if err != nil {
 		_ = cli.Close()
 		return nil, err
 	}
-	opts = append(opts, secOpts...)
 	l.grpc = newGRPCServer("client-grpc", l.server.GRPCAddr, logger, opts, func(s *grpc.Server) {
 		meta.Register(s)
 		services.Register(s)

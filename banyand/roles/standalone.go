@@ -103,12 +103,10 @@ func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 	})
 	listeners := roleMetrics.Listeners
 	meta := metadata.New(liaison.ReadYourWrites(reg, cache))
-	opts := append(s.server.clientServerOptions(), metrics.GRPCServerOptions(roleMetrics.GRPC)...)
-	secOpts, err := s.server.Security.ServerOptions(logger, sec)
+	opts, err := s.server.clientServerOptions(logger, roleMetrics.GRPC, sec)
 	if err != nil {
 		return nil, err
 	}
-	opts = append(opts, secOpts...)
 	s.grpc = newGRPCServer("client-grpc", s.server.GRPCAddr, logger, opts, func(srv *grpc.Server) {
 		meta.Register(srv)
 		services.Register(srv)
