@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"testing"
 	"time"
 
@@ -275,6 +276,25 @@ func hostileQueriesAndSchemas() []hostile {
 			TimeRange: &modelv1.TimeRange{Begin: &timestamppb.Timestamp{Seconds: 1, Nanos: -5}, End: tr.End}}, codes.InvalidArgument)},
 		{"criteria on an unknown tag", query(&streamv1.QueryRequest{Groups: []string{streamGroup}, Name: streamName, TimeRange: tr,
 			Criteria: &modelv1.Criteria{Exp: &modelv1.Criteria_Condition{Condition: &modelv1.Condition{Name: "nope", Op: modelv1.Condition_BINARY_OP_EQ, Value: str("a")}}}}, codes.InvalidArgument)},
+		{"stream query with limit 2^32-1", query(&streamv1.QueryRequest{Groups: []string{streamGroup}, Name: streamName, TimeRange: tr, Limit: math.MaxUint32}, codes.InvalidArgument)},
+		{"stream query with offset 2^32-1", query(&streamv1.QueryRequest{Groups: []string{streamGroup}, Name: streamName, TimeRange: tr, Offset: math.MaxUint32, Limit: 10}, codes.InvalidArgument)},
+		{"measure query with limit 2^32-1", func(t *testing.T, h *hostileEnv) {
+			_, err := measurev1.NewMeasureServiceClient(h.conn).Query(ctxT(t), &measurev1.QueryRequest{Groups: []string{measureGroup}, Name: measureName, TimeRange: tr, Limit: math.MaxUint32})
+			wantCode(t, err, codes.InvalidArgument)
+		}},
+		{"binding to a missing index rule", func(t *testing.T, h *hostileEnv) {
+			_, err := databasev1.NewIndexRuleBindingRegistryServiceClient(h.conn).Create(ctxT(t), &databasev1.IndexRuleBindingRegistryServiceCreateRequest{
+				IndexRuleBinding: &databasev1.IndexRuleBinding{Metadata: &commonv1.Metadata{Group: streamGroup, Name: streamName}, Rules: []string{"nope"},
+					Subject: &databasev1.Subject{Catalog: commonv1.Catalog_CATALOG_STREAM, Name: streamName},
+					BeginAt: timestamppb.New(baseTime), ExpireAt: timestamppb.New(baseTime.Add(time.Hour))}})
+			wantCode(t, err, codes.FailedPrecondition)
+		}},
+		{"TopN aggregation on a missing measure", func(t *testing.T, h *hostileEnv) {
+			_, err := databasev1.NewTopNAggregationRegistryServiceClient(h.conn).Create(ctxT(t), &databasev1.TopNAggregationRegistryServiceCreateRequest{
+				TopNAggregation: &databasev1.TopNAggregation{Metadata: &commonv1.Metadata{Group: measureGroup, Name: "top"},
+					SourceMeasure: &commonv1.Metadata{Group: measureGroup, Name: "nope"}, FieldName: "value", CountersNumber: 10}})
+			wantCode(t, err, codes.FailedPrecondition)
+		}},
 		{"create: group name with a slash", groupCreate(group("a/b", 1))},
 		{"create: group name with NUL", groupCreate(group("a\x00b", 1))},
 		{"create: empty group name", groupCreate(group("", 1))},

@@ -33,7 +33,10 @@ type querier struct {
 	queue  queue.Client
 }
 
-func checkQuery(groups []string, name string, tr *modelv1.TimeRange, criteria *modelv1.Criteria) error {
+func checkQuery(groups []string, name string, tr *modelv1.TimeRange, criteria *modelv1.Criteria, offset, limit uint32) error {
+	if err := schema.CheckQueryWindow(offset, limit); err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
 	switch {
 	case len(groups) == 0:
 		return status.Error(codes.InvalidArgument, "groups: at least one group is required")
@@ -101,7 +104,7 @@ func timeOrder(desc bool) func(a, b int64) int {
 
 // Query implements StreamService.Query.
 func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (*streamv1.QueryResponse, error) {
-	if err := checkQuery(req.GetGroups(), req.GetName(), req.GetTimeRange(), req.GetCriteria()); err != nil {
+	if err := checkQuery(req.GetGroups(), req.GetName(), req.GetTimeRange(), req.GetCriteria(), req.GetOffset(), req.GetLimit()); err != nil {
 		return nil, err
 	}
 	if req.GetOrderBy().GetIndexRuleName() != "" {
@@ -165,7 +168,7 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 
 // Query implements MeasureService.Query.
 func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest) (*measurev1.QueryResponse, error) {
-	if err := checkQuery(req.GetGroups(), req.GetName(), req.GetTimeRange(), req.GetCriteria()); err != nil {
+	if err := checkQuery(req.GetGroups(), req.GetName(), req.GetTimeRange(), req.GetCriteria(), req.GetOffset(), req.GetLimit()); err != nil {
 		return nil, err
 	}
 	switch {

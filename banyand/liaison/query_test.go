@@ -33,7 +33,7 @@ func TestCheckQueryTimeRange(t *testing.T) {
 		{"end before begin", ts(2, 0), ts(1, 0), codes.OK}, // nothing to answer, as in BanyanDB
 	}
 	for _, c := range cases {
-		err := checkQuery([]string{"g"}, "n", &modelv1.TimeRange{Begin: c.begin, End: c.end}, nil)
+		err := checkQuery([]string{"g"}, "n", &modelv1.TimeRange{Begin: c.begin, End: c.end}, nil, 0, 0)
 		if got := status.Code(err); got != c.want {
 			t.Errorf("%s: %v, want %s", c.name, err, c.want)
 		}

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
@@ -15,6 +16,20 @@ const (
 	DefaultStreamLimit  = 20
 	DefaultMeasureLimit = 100
 )
+
+// MaxQueryWindow bounds a stream or measure query's offset + limit: every
+// data node asked returns up to that many results and the liaison merges
+// them, so a query asking for billions of rows would hold them all in
+// memory. SkyWalking OAP asks for at most 10,000 (its resultWindowMaxSize).
+const MaxQueryWindow = 100_000
+
+// CheckQueryWindow refuses an offset and limit beyond MaxQueryWindow.
+func CheckQueryWindow(offset, limit uint32) error {
+	if w := uint64(offset) + uint64(limit); w > MaxQueryWindow {
+		return fmt.Errorf("offset %d + limit %d = %d results: at most %d a query; page with a narrower time range", offset, limit, w, MaxQueryWindow)
+	}
+	return nil
+}
 
 // IntervalDuration converts a group's segment_interval or ttl to a
 // duration; ok is false for a missing or unspecified rule.

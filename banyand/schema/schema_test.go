@@ -92,3 +92,17 @@ func TestCacheFollowsTheRegistry(t *testing.T) {
 		t.Error("WaitRevision for a revision never seen returned nil")
 	}
 }
+
+func TestCheckQueryWindow(t *testing.T) {
+	for _, c := range []struct {
+		offset, limit uint32
+		ok            bool
+	}{
+		{0, 0, true}, {0, MaxQueryWindow, true}, {10_000, 90_000, true},
+		{1, MaxQueryWindow, false}, {0, 1<<32 - 1, false}, {1<<32 - 1, 1<<32 - 1, false},
+	} {
+		if err := CheckQueryWindow(c.offset, c.limit); (err == nil) != c.ok {
+			t.Errorf("CheckQueryWindow(%d, %d) = %v, want ok %v", c.offset, c.limit, err, c.ok)
+		}
+	}
+}

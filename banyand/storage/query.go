@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	"github.com/banyand-io/banyand/banyand/schema"
 	"github.com/banyand-io/banyand/banyand/storage/tsdb"
 	"github.com/banyand-io/banyand/pkg/queue"
 )
@@ -61,6 +62,9 @@ func (p *plan) common(groups []string, name string, tr *modelv1.TimeRange, order
 	}
 	if tr.GetBegin() == nil || tr.GetEnd() == nil {
 		return fmt.Errorf("%w: time range with begin and end is required", errInvalidQuery)
+	}
+	if err := schema.CheckQueryWindow(offset, limit); err != nil {
+		return fmt.Errorf("%w: %v", errInvalidQuery, err)
 	}
 	// A group named twice would return its data twice.
 	p.groups, p.name = slices.Compact(slices.Sorted(slices.Values(groups))), name
