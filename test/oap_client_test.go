@@ -217,14 +217,7 @@ var oapLargestRange = &modelv1.TimeRange{
 // of the schema projected, the entity ids in one IN condition (with the
 // default match option PairQueryCondition always sets), no limit.
 func oapMultiGet(ctx context.Context, conn *grpc.ClientConn, m *oapModel, tr *modelv1.TimeRange, entityIDs []string) (*measurev1.QueryResponse, error) {
-	byFamily := map[string][]string{}
-	for tag, fam := range m.familyOf() {
-		byFamily[fam] = append(byFamily[fam], tag)
-	}
-	proj := &modelv1.TagProjection{}
-	for _, fam := range sortedKeys(byFamily) {
-		proj.TagFamilies = append(proj.TagFamilies, &modelv1.TagProjection_TagFamily{Name: fam, Tags: byFamily[fam]})
-	}
+	proj := m.projection()
 	var fields []string
 	for _, c := range m.cols {
 		if c.field != 0 {
@@ -244,4 +237,18 @@ func oapMultiGet(ctx context.Context, conn *grpc.ClientConn, m *oapModel, tr *mo
 			MatchOption: &modelv1.Condition_MatchOption{},
 		}}},
 	})
+}
+
+// projection projects every tag of the model, families in alphabetical
+// order as OAP lists them.
+func (m *oapModel) projection() *modelv1.TagProjection {
+	byFamily := map[string][]string{}
+	for tag, fam := range m.familyOf() {
+		byFamily[fam] = append(byFamily[fam], tag)
+	}
+	proj := &modelv1.TagProjection{}
+	for _, fam := range sortedKeys(byFamily) {
+		proj.TagFamilies = append(proj.TagFamilies, &modelv1.TagProjection_TagFamily{Name: fam, Tags: byFamily[fam]})
+	}
+	return proj
 }

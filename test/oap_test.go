@@ -363,14 +363,7 @@ func checkPoints(t *testing.T, what string, points []*measurev1.DataPoint, want 
 // checkAlarms reads the alarm records back: every tag by name.
 func checkAlarms(t *testing.T, conn *grpc.ClientConn, m *oapModel, n int, start time.Time) {
 	t.Helper()
-	byFamily := map[string][]string{}
-	for tag, fam := range m.familyOf() {
-		byFamily[fam] = append(byFamily[fam], tag)
-	}
-	proj := &modelv1.TagProjection{}
-	for _, fam := range sortedKeys(byFamily) {
-		proj.TagFamilies = append(proj.TagFamilies, &modelv1.TagProjection_TagFamily{Name: fam, Tags: byFamily[fam]})
-	}
+	proj := m.projection()
 	resp, err := streamv1.NewStreamServiceClient(conn).Query(ctxT(t), &streamv1.QueryRequest{
 		Groups:     []string{m.group},
 		Name:       m.name,
