@@ -131,7 +131,26 @@ func measureCases() []measureCase {
 		{name: "more families than specs", md: md, req: specReq(dp(ts0, nil, bothVals...), spec(bothFams[:1])), status: sInvalidArg},
 		{name: "fewer values than spec tags", md: md, req: specReq(dp(ts0, nil, bothVals...), spec([]*measurev1.TagFamilySpec{fspec("extra", "k", "e"), fspec("base", "str")})), status: sInvalidArg},
 		{name: "spec-ordered wrong field type", md: md, req: specReq(dp(ts0, fields(fStr("x")), bothVals...), spec(bothFams, "ff")), status: sInvalidArg},
+		{name: "spec of 100,000 tag names", md: md, req: specReq(dp(ts0, nil, bothVals...), spec([]*measurev1.TagFamilySpec{fspec("extra", manyNames("k", 100_000)...)})), status: sInvalidArg},
+		{name: "spec of 10,000 families", md: md, req: specReq(dp(ts0, nil, bothVals...), spec(manySpecs(10_000))), status: sInvalidArg},
 	}
+}
+
+// manyNames is n copies of name: an oversized spec.
+func manyNames(name string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = name
+	}
+	return out
+}
+
+func manySpecs(n int) []*measurev1.TagFamilySpec {
+	out := make([]*measurev1.TagFamilySpec, n)
+	for i := range out {
+		out[i] = &measurev1.TagFamilySpec{Name: "extra", TagNames: []string{"k"}}
+	}
+	return out
 }
 
 func TestMeasureWriteValidation(t *testing.T) {
