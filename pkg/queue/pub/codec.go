@@ -48,6 +48,7 @@ const (
 	fieldBatchTopic    = 2
 	fieldBatchMessages = 3
 	fieldBatchDeadline = 4
+	fieldBatchTimeout  = 5
 )
 
 func batchSize(b *clusterv1.Batch) int {
@@ -63,6 +64,9 @@ func batchSize(b *clusterv1.Batch) int {
 	}
 	if b.DeadlineUnixNano != 0 {
 		n += 1 + protowire.SizeVarint(uint64(b.DeadlineUnixNano))
+	}
+	if b.TimeoutNanos != 0 {
+		n += 1 + protowire.SizeVarint(uint64(b.TimeoutNanos))
 	}
 	return n
 }
@@ -88,6 +92,10 @@ func appendBatchFrame(buf []byte, b *clusterv1.Batch, inner int) []byte {
 	if b.DeadlineUnixNano != 0 {
 		buf = protowire.AppendTag(buf, fieldBatchDeadline, protowire.VarintType)
 		buf = protowire.AppendVarint(buf, uint64(b.DeadlineUnixNano))
+	}
+	if b.TimeoutNanos != 0 {
+		buf = protowire.AppendTag(buf, fieldBatchTimeout, protowire.VarintType)
+		buf = protowire.AppendVarint(buf, uint64(b.TimeoutNanos))
 	}
 	return buf
 }

@@ -19,8 +19,9 @@ func TestCodecMatchesProtoMarshal(t *testing.T) {
 	}
 	cases := map[string]*clusterv1.Batch{
 		"empty":             {},
-		"all fields":        {BatchId: 7, Topic: "stream-write", Messages: [][]byte{[]byte("a"), {}, []byte("ccc")}, DeadlineUnixNano: 1 << 60},
-		"negative deadline": {BatchId: 1, DeadlineUnixNano: -5},
+		"all fields":        {BatchId: 7, Topic: "stream-write", Messages: [][]byte{[]byte("a"), {}, []byte("ccc")}, DeadlineUnixNano: 1 << 60, TimeoutNanos: 3e10},
+		"negative deadline": {BatchId: 1, DeadlineUnixNano: -5, TimeoutNanos: -1},
+		"only a timeout":    {BatchId: 1, TimeoutNanos: 1},
 		"only messages":     {Messages: [][]byte{nil, nil}},
 		"big batch":         {BatchId: 1 << 40, Topic: "measure-write", Messages: big, DeadlineUnixNano: 1764500000000000000},
 	}
@@ -46,5 +47,20 @@ func TestCodecMatchesProtoMarshal(t *testing.T) {
 	got, err := c.Marshal(hello)
 	if err != nil || !bytes.Equal(got.Materialize(), want) {
 		t.Fatalf("hello: %v, %x want %x", err, got.Materialize(), want)
+	}
+}
+
+// timeout_nanos is the time left from the send to the deadline, at least
+// 1 once the deadline has passed, and absent for a batch without one.
+func TestTimeLeft(t *testing.T) {
+	for _, tc := range []struct{ deadline, sentAt, want int64 }{
+		{0, 100, 0},
+		{1000, 100, 900},
+		{100, 100, 1},
+		{50, 100, 1},
+	} {
+		if got := timeLeft(tc.deadline, tc.sentAt); got != tc.want {
+			t.Errorf("timeLeft(%d, %d) = %d, want %d", tc.deadline, tc.sentAt, got, tc.want)
+		}
 	}
 }

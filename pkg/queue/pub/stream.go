@@ -190,6 +190,7 @@ func (s *stream) sendLoop(ctx context.Context, st clientStream) error {
 		}
 		f := s.frame
 		f.BatchId, f.Topic, f.DeadlineUnixNano = b.ID(), string(b.Topic()), b.Deadline()
+		f.TimeoutNanos = timeLeft(b.Deadline(), b.SentAt())
 		f.Messages = b.Payloads()
 		k := b.Len() // b may be acked and reused as soon as Send returns
 		err := st.SendMsg(batchFrame{s.req})
@@ -203,6 +204,18 @@ func (s *stream) sendLoop(ctx context.Context, st clientStream) error {
 			o.BatchSent(n.name, k)
 		}
 	}
+}
+
+// timeLeft is a batch's timeout_nanos: the time from sentAt to deadline,
+// both on this machine's clock, which the subscriber counts from when it
+// receives the batch on its own; at least 1 (0 would mean none), and 0
+// for a batch without a deadline. deadline_unix_nano, sent alongside for
+// subscribers that predate it, compares the two machines' clocks.
+func timeLeft(deadline, sentAt int64) int64 {
+	if deadline == 0 {
+		return 0
+	}
+	return max(deadline-sentAt, 1)
 }
 
 // recvLoop matches acks to in-flight batches until the stream ends.

@@ -135,6 +135,10 @@ func decodeBatch(buf []byte, b *clusterv1.Batch) error {
 			var v uint64
 			v, m = protowire.ConsumeVarint(buf)
 			b.DeadlineUnixNano = int64(v)
+		case num == 5 && typ == protowire.VarintType:
+			var v uint64
+			v, m = protowire.ConsumeVarint(buf)
+			b.TimeoutNanos = int64(v)
 		default:
 			m = protowire.ConsumeFieldValue(num, typ, buf)
 		}

@@ -20,7 +20,7 @@ func batchReq(b *clusterv1.Batch) []byte {
 
 func codecSeeds() [][]byte {
 	hello, _ := proto.Marshal(&clusterv1.StreamRequest{Frame: &clusterv1.StreamRequest_Hello{Hello: &clusterv1.Hello{ProtocolVersion: 1, NodeName: "n"}}})
-	full := batchReq(&clusterv1.Batch{BatchId: 7, Topic: "stream-write", Messages: [][]byte{[]byte("a"), {}, []byte("ccc")}, DeadlineUnixNano: -5})
+	full := batchReq(&clusterv1.Batch{BatchId: 7, Topic: "stream-write", Messages: [][]byte{[]byte("a"), {}, []byte("ccc")}, DeadlineUnixNano: -5, TimeoutNanos: 3e10})
 	// An unknown field inside the batch, and the batch field twice.
 	inner := protowire.AppendTag(nil, 9, protowire.VarintType)
 	inner = protowire.AppendVarint(inner, 1)
@@ -62,7 +62,8 @@ func FuzzDecodeStreamRequest(f *testing.F) {
 		}
 		wb, gb := want.GetBatch(), got.GetBatch()
 		if (wb == nil) != (gb == nil) || wb.GetBatchId() != gb.GetBatchId() || wb.GetTopic() != gb.GetTopic() ||
-			wb.GetDeadlineUnixNano() != gb.GetDeadlineUnixNano() || len(wb.GetMessages()) != len(gb.GetMessages()) {
+			wb.GetDeadlineUnixNano() != gb.GetDeadlineUnixNano() || wb.GetTimeoutNanos() != gb.GetTimeoutNanos() ||
+			len(wb.GetMessages()) != len(gb.GetMessages()) {
 			t.Fatalf("batch %v, want %v", gb, wb)
 		}
 		for i := range wb.GetMessages() {

@@ -149,6 +149,7 @@ func (st *stream) recvLoop() (err error) {
 			<-st.slots
 			return err
 		}
+		recvAt := time.Now() // a batch's deadline counts from here (see batchDeadline)
 		b := f.req.GetBatch()
 		if b == nil {
 			<-st.slots
@@ -160,7 +161,7 @@ func (st *stream) recvLoop() (err error) {
 			st.s.log.Warn("stream refused", "peer", st.peer, "err", err)
 			return err
 		}
-		st.dispatch(b, f.buf)
+		st.dispatch(b, f.buf, recvAt)
 	}
 }
 
@@ -185,10 +186,27 @@ func (st *stream) handshake(req *clusterv1.StreamRequest) error {
 	return nil
 }
 
+// batchDeadline is when b is moot, on this node's clock: the time it was
+// received plus the time the publisher still gave it when it sent it
+// (timeout_nanos), so that the two machines' clocks are never compared.
+// A publisher that sends only its own clock's deadline_unix_nano (one
+// that predates timeout_nanos) gets that. Zero means none.
+func batchDeadline(b *clusterv1.Batch, recvAt time.Time) time.Time {
+	if t := b.GetTimeoutNanos(); t != 0 {
+		return recvAt.Add(time.Duration(t))
+	}
+	if d := b.GetDeadlineUnixNano(); d != 0 {
+		return time.Unix(0, d)
+	}
+	return time.Time{}
+}
+
 // dispatch hands b to its listener on a new goroutine, or acks its refusal.
-// The caller holds a slot for b; buf, if any, is b's frame.
-func (st *stream) dispatch(b *clusterv1.Batch, buf *frameBuf) {
+// The caller holds a slot for b; buf, if any, is b's frame; recvAt is
+// when it was received.
+func (st *stream) dispatch(b *clusterv1.Batch, buf *frameBuf, recvAt time.Time) {
 	l := st.s.listener(b.GetTopic())
+	deadline := batchDeadline(b, recvAt)
 	var fail *clusterv1.Failure
 	switch {
 	case l == nil:
@@ -196,9 +214,9 @@ func (st *stream) dispatch(b *clusterv1.Batch, buf *frameBuf) {
 	case st.s.cfg.MaxBatchMessages > 0 && len(b.GetMessages()) > st.s.cfg.MaxBatchMessages:
 		fail = failure(clusterv1.Code_CODE_TOO_LARGE, "batch of %d messages, at most %d accepted",
 			len(b.GetMessages()), st.s.cfg.MaxBatchMessages)
-	case b.GetDeadlineUnixNano() != 0 && time.Now().UnixNano() >= b.GetDeadlineUnixNano():
+	case !deadline.IsZero() && !time.Now().Before(deadline):
 		fail = failure(clusterv1.Code_CODE_DEADLINE_EXCEEDED, "batch arrived %v after its deadline",
-			time.Since(time.Unix(0, b.GetDeadlineUnixNano())))
+			time.Since(deadline))
 	}
 	if fail == nil {
 		st.mu.Lock()
@@ -214,20 +232,21 @@ func (st *stream) dispatch(b *clusterv1.Batch, buf *frameBuf) {
 		return
 	}
 	st.s.inflight.Add(1)
-	go st.handle(l, b, buf)
+	go st.handle(l, b, buf, deadline)
 }
 
-// handle runs one batch through its listener and queues the ack.
-func (st *stream) handle(l queue.Listener, b *clusterv1.Batch, buf *frameBuf) {
+// handle runs one batch through its listener, bounded by deadline unless
+// it is zero, and queues the ack.
+func (st *stream) handle(l queue.Listener, b *clusterv1.Batch, buf *frameBuf, deadline time.Time) {
 	ack := &clusterv1.Ack{BatchId: b.GetBatchId()}
 	defer func() {
 		st.s.inflight.Add(-1)
 		st.out <- outFrame{resp: ackFrame(ack), slot: true, listened: true, buf: buf}
 	}()
 	ctx := st.ctx
-	if d := b.GetDeadlineUnixNano(); d != 0 {
+	if !deadline.IsZero() {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, time.Unix(0, d))
+		ctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
 	n := len(b.GetMessages())

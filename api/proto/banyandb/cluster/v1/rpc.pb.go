@@ -387,10 +387,19 @@ type Batch struct {
 	// messages are opaque payloads; the topic's listener decodes them.
 	Messages [][]byte `protobuf:"bytes,3,rep,name=messages,proto3" json:"messages,omitempty"`
 	// deadline_unix_nano, when set, is when the publisher gives up on the
-	// batch; the subscriber may skip work past it.
+	// batch, on the publisher's clock. A subscriber reads it only when
+	// timeout_nanos is unset (a publisher that predates it); publishers
+	// still send it for subscribers that predate timeout_nanos.
 	DeadlineUnixNano int64 `protobuf:"varint,4,opt,name=deadline_unix_nano,json=deadlineUnixNano,proto3" json:"deadline_unix_nano,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// timeout_nanos, when set, is how long the publisher still gave the
+	// batch when it sent it (at least 1). The subscriber's deadline is the
+	// time it received the batch plus this, on its own clock, so clock skew
+	// between the two machines does not move it (the transit time makes it
+	// a little later than the publisher's); the subscriber may skip work
+	// past it.
+	TimeoutNanos  int64 `protobuf:"varint,5,opt,name=timeout_nanos,json=timeoutNanos,proto3" json:"timeout_nanos,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Batch) Reset() {
@@ -447,6 +456,13 @@ func (x *Batch) GetMessages() [][]byte {
 func (x *Batch) GetDeadlineUnixNano() int64 {
 	if x != nil {
 		return x.DeadlineUnixNano
+	}
+	return 0
+}
+
+func (x *Batch) GetTimeoutNanos() int64 {
+	if x != nil {
+		return x.TimeoutNanos
 	}
 	return 0
 }
@@ -650,12 +666,13 @@ const file_banyandb_cluster_v1_rpc_proto_rawDesc = "" +
 	"\bHelloAck\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x1b\n" +
 	"\tnode_name\x18\x02 \x01(\tR\bnodeName\x12&\n" +
-	"\x0fmax_batch_bytes\x18\x03 \x01(\x04R\rmaxBatchBytes\"\x82\x01\n" +
+	"\x0fmax_batch_bytes\x18\x03 \x01(\x04R\rmaxBatchBytes\"\xa7\x01\n" +
 	"\x05Batch\x12\x19\n" +
 	"\bbatch_id\x18\x01 \x01(\x04R\abatchId\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x1a\n" +
 	"\bmessages\x18\x03 \x03(\fR\bmessages\x12,\n" +
-	"\x12deadline_unix_nano\x18\x04 \x01(\x03R\x10deadlineUnixNano\"P\n" +
+	"\x12deadline_unix_nano\x18\x04 \x01(\x03R\x10deadlineUnixNano\x12#\n" +
+	"\rtimeout_nanos\x18\x05 \x01(\x03R\ftimeoutNanos\"P\n" +
 	"\aFailure\x12-\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x19.banyandb.cluster.v1.CodeR\x04code\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"^\n" +

@@ -9,7 +9,8 @@ import (
 )
 
 // FrameOverhead over-estimates a Batch frame's encoding beyond its
-// messages (oneof tag, batch_id, topic tag and length, deadline).
+// messages (oneof tag, batch_id, topic tag and length, deadline and
+// timeout).
 const FrameOverhead = 48
 
 // Batch is one Batch frame: built in a lane's topic queue, where
