@@ -82,38 +82,15 @@ type nodeWatch struct {
 // known again.
 func (w *NodeWatcher) Watch(ctx context.Context, h node.Handler) error {
 	s := &nodeWatch{w: w, prefix: w.cfg.nodesPrefix(), h: h, nodes: map[string]*databasev1.Node{}}
-	bo := newNodeBackoff(w.cfg.RetryMin, w.cfg.RetryMax)
-	for first := true; ; first = false {
-		if !first {
-			w.relists.Add(1)
-		}
-		rev, err := s.list(ctx)
-		if err == nil {
-			var progressed bool
-			progressed, err = s.watch(ctx, rev)
-			if progressed {
-				bo.reset()
-			}
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		w.log.Warn("node watch interrupted; listing again", "prefix", s.prefix, "err", err)
-		if !bo.wait(ctx) {
-			return ctx.Err()
-		}
-	}
+	return follow(ctx, followConfig{cli: w.cli, log: w.log, prefix: s.prefix,
+		retryMin: w.cfg.RetryMin, retryMax: w.cfg.RetryMax, relists: &w.relists}, s)
 }
 
-// list reads every node at one revision and tells h the difference from
-// what it knew; it returns the revision.
-func (s *nodeWatch) list(ctx context.Context) (int64, error) {
-	resp, err := s.w.cli.Get(ctx, s.prefix, clientv3.WithPrefix())
-	if err != nil {
-		return 0, fmt.Errorf("list %s: %w", s.prefix, err)
-	}
-	next := make(map[string]*databasev1.Node, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
+// listed tells h the difference between what it knew and the nodes of a
+// fresh list.
+func (s *nodeWatch) listed(rev int64, kvs []*mvccpb.KeyValue) {
+	next := make(map[string]*databasev1.Node, len(kvs))
+	for _, kv := range kvs {
 		if n := s.decode(kv); n != nil {
 			next[n.GetMetadata().GetName()] = n
 		}
@@ -121,40 +98,15 @@ func (s *nodeWatch) list(ctx context.Context) (int64, error) {
 	events := node.Diff(s.nodes, next)
 	s.nodes = next
 	if !s.delivered || len(events) > 0 {
-		s.deliver(resp.Header.Revision, events)
+		s.deliver(rev, events)
 	}
-	return resp.Header.Revision, nil
 }
 
-// watch applies changes after rev until the watch ends; it always returns
-// an error saying why, and whether any response arrived.
-func (s *nodeWatch) watch(ctx context.Context, rev int64) (progressed bool, _ error) {
-	// WithRequireLeader ends the watch when the member loses its leader,
-	// rather than leaving us silently behind a partitioned member.
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	wch := s.w.cli.Watch(wctx, s.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithPrevKV())
-	for resp := range wch {
-		switch {
-		case resp.CompactRevision != 0:
-			return progressed, fmt.Errorf("watch from revision %d: compacted up to %d", rev+1, resp.CompactRevision)
-		case resp.Err() != nil:
-			return progressed, fmt.Errorf("watch: %w", resp.Err())
-		case resp.Canceled:
-			return progressed, fmt.Errorf("watch canceled: %s", resp.CancelReason)
-		}
-		progressed = true
-		if len(resp.Events) == 0 {
-			continue // progress notification
-		}
-		rev = resp.Header.Revision
-		// One response holds whole revisions (fragmenting is off), so
-		// applying it at once keeps every update a consistent snapshot.
-		if events := s.apply(resp.Events); len(events) > 0 {
-			s.deliver(rev, events)
-		}
+// changed applies one watch response.
+func (s *nodeWatch) changed(rev int64, evs []*clientv3.Event) {
+	if events := s.apply(evs); len(events) > 0 {
+		s.deliver(rev, events)
 	}
-	return progressed, errors.New("watch channel closed")
 }
 
 // apply updates the known set with a watch response's events and returns

@@ -187,7 +187,7 @@ func TestNodeWatchCompacted(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &nodeWatch{w: w, prefix: cfg.nodesPrefix(), h: func(node.Update) {}, nodes: map[string]*databasev1.Node{}}
-	_, err = s.watch(ctx, 1)
+	_, err = watchFrom(ctx, followConfig{cli: cli, log: w.log, prefix: s.prefix}, 1, s)
 	if err == nil || !strings.Contains(err.Error(), "compacted") {
 		t.Fatalf("watch below compaction = %v, want a compaction error", err)
 	}
