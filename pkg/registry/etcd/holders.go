@@ -1,0 +1,195 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Holder records say which data nodes hold data of which shard of a group:
+// <Namespace>/holders/<node>/<group>/<shard>, its value the time of the
+// record. A data node records a (group, shard) before it acknowledges the
+// first write of it (HolderRecorder), and liaisons follow the records
+// (HolderWatcher), so a query knows every node whose answer it needs, also
+// nodes that have left the node table: a node that is down still holds its
+// data. Records are not under a lease and stay until deleted; retiring a
+// node for good, with its data, is `etcdctl del --prefix
+// <Namespace>/holders/<node>/`.
+
+// holdersPrefix is the prefix of every holder record.
+func (c NodeConfig) holdersPrefix() string { return c.Namespace + "/holders/" }
+
+func (c NodeConfig) holderKey(node, group string, shard uint32) string {
+	return c.holdersPrefix() + node + "/" + group + "/" + strconv.FormatUint(uint64(shard), 10)
+}
+
+// HolderRecorder records what one data node holds. It is safe for
+// concurrent use; a pair is written to etcd once per process.
+type HolderRecorder struct {
+	cfg  NodeConfig
+	cli  *clientv3.Client
+	node string
+	// recorded holds the pairs known to be in etcd.
+	recorded sync.Map // holderPair → struct{}
+}
+
+type holderPair struct {
+	group string
+	shard uint32
+}
+
+// NewHolderRecorder returns the recorder of data node name.
+func NewHolderRecorder(cfg NodeConfig, cli *clientv3.Client, name string) (*HolderRecorder, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cli == nil {
+		return nil, errors.New("etcd holder recorder: nil client")
+	}
+	if name == "" || strings.ContainsAny(name, "/\x00") {
+		return nil, fmt.Errorf("etcd holder recorder: node name %q must be non-empty without '/' or NUL", name)
+	}
+	return &HolderRecorder{cfg: cfg.withDefaults(), cli: cli, node: name}, nil
+}
+
+// Record makes sure etcd says this node holds data of (group, shard); it
+// returns once that is durable in etcd, so a caller that records before it
+// acknowledges a write never acknowledges data no liaison will look for.
+func (r *HolderRecorder) Record(ctx context.Context, group string, shard uint32) error {
+	p := holderPair{group, shard}
+	if _, ok := r.recorded.Load(p); ok {
+		return nil
+	}
+	if group == "" || strings.ContainsAny(group, "/\x00") {
+		return fmt.Errorf("etcd holder recorder: group %q must be non-empty without '/' or NUL", group)
+	}
+	if _, err := r.cli.Put(ctx, r.cfg.holderKey(r.node, group, shard), time.Now().UTC().Format(time.RFC3339)); err != nil {
+		return fmt.Errorf("record holder of %s/%d: %w", group, shard, err)
+	}
+	r.recorded.Store(p, struct{}{})
+	return nil
+}
+
+// Holders is what the records say: group → node → the shards it holds,
+// sorted. Handlers own what they receive.
+type Holders map[string]map[string][]uint32
+
+// HolderWatcher follows the holder records of a namespace.
+type HolderWatcher struct {
+	cfg     NodeConfig
+	cli     *clientv3.Client
+	log     *slog.Logger
+	skipped atomic.Int64
+	relists atomic.Int64
+}
+
+// NewHolderWatcher returns a watcher reading through cli; it does no I/O.
+// A nil log means slog.Default().
+func NewHolderWatcher(cfg NodeConfig, cli *clientv3.Client, log *slog.Logger) (*HolderWatcher, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cli == nil {
+		return nil, errors.New("etcd holder watcher: nil client")
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &HolderWatcher{cfg: cfg.withDefaults(), cli: cli, log: log.With("component", "holder-watcher")}, nil
+}
+
+// Skipped counts records whose key does not parse, each time it was read.
+func (w *HolderWatcher) Skipped() int64 { return w.skipped.Load() }
+
+// Watch calls h with the complete holder set after the first list and
+// after every change, serially, until ctx is done; it then returns
+// ctx.Err(). While etcd is unreachable h keeps the last set.
+func (w *HolderWatcher) Watch(ctx context.Context, h func(Holders)) error {
+	s := &holderWatch{w: w, prefix: w.cfg.holdersPrefix(), h: h, pairs: map[string]holderRecord{}}
+	return follow(ctx, followConfig{cli: w.cli, log: w.log, prefix: s.prefix,
+		retryMin: w.cfg.RetryMin, retryMax: w.cfg.RetryMax, relists: &w.relists}, s)
+}
+
+// holderRecord is one parsed record.
+type holderRecord struct {
+	node, group string
+	shard       uint32
+}
+
+type holderWatch struct {
+	w      *HolderWatcher
+	prefix string
+	h      func(Holders)
+	pairs  map[string]holderRecord // by key
+}
+
+func (s *holderWatch) listed(_ int64, kvs []*mvccpb.KeyValue) {
+	s.pairs = make(map[string]holderRecord, len(kvs))
+	for _, kv := range kvs {
+		s.put(kv)
+	}
+	s.deliver()
+}
+
+func (s *holderWatch) changed(_ int64, evs []*clientv3.Event) {
+	for _, ev := range evs {
+		if ev.Type == clientv3.EventTypeDelete {
+			delete(s.pairs, string(ev.Kv.Key))
+			continue
+		}
+		s.put(ev.Kv)
+	}
+	s.deliver()
+}
+
+func (s *holderWatch) put(kv *mvccpb.KeyValue) {
+	rec, err := parseHolderKey(strings.TrimPrefix(string(kv.Key), s.prefix))
+	if err != nil {
+		s.w.skipped.Add(1)
+		s.w.log.Warn("skipping invalid holder record", "key", string(kv.Key), "err", err)
+		return
+	}
+	s.pairs[string(kv.Key)] = rec
+}
+
+func (s *holderWatch) deliver() {
+	out := Holders{}
+	for _, r := range s.pairs {
+		byNode := out[r.group]
+		if byNode == nil {
+			byNode = map[string][]uint32{}
+			out[r.group] = byNode
+		}
+		byNode[r.node] = append(byNode[r.node], r.shard)
+	}
+	for _, byNode := range out {
+		for n := range maps.Keys(byNode) {
+			slices.Sort(byNode[n])
+		}
+	}
+	s.h(out)
+}
+
+// parseHolderKey reads <node>/<group>/<shard>.
+func parseHolderKey(rel string) (holderRecord, error) {
+	parts := strings.Split(rel, "/")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
+		return holderRecord{}, fmt.Errorf("want <node>/<group>/<shard>, got %q", rel)
+	}
+	shard, err := strconv.ParseUint(parts[2], 10, 32)
+	if err != nil {
+		return holderRecord{}, fmt.Errorf("shard %q: %w", parts[2], err)
+	}
+	return holderRecord{node: parts[0], group: parts[1], shard: uint32(shard)}, nil
+}
