@@ -104,7 +104,23 @@ type Store struct {
 
 	mu sync.Mutex // guards db; operations copy it and never hold mu for I/O
 	db *tsdb.DB
+
+	// holders, when set, records the (group, shard) pairs this node holds
+	// before it stores the first write of each.
+	holders HolderRecorder
 }
+
+// HolderRecorder records that this node holds data of a group's shard, so
+// that queries know to ask it (pkg/registry/etcd.HolderRecorder). Record
+// returns once that is durable; it is called before the first write of a
+// pair is stored, so no acknowledged write sits on a node nobody asks.
+type HolderRecorder interface {
+	Record(ctx context.Context, group string, shard uint32) error
+}
+
+// RecordHolders makes the store record what it holds with r; call it
+// before Start. Standalone has no need: its one node is always asked.
+func (s *Store) RecordHolders(r HolderRecorder) { s.holders = r }
 
 // New allocates a store; Start opens it. A nil groups gives every group the
 // default segment interval; a nil logger means slog.Default().

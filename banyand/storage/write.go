@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"google.golang.org/protobuf/proto"
@@ -48,6 +49,7 @@ func (s *Store) write(ctx context.Context, msgs [][]byte, d *decoder) []error {
 		writesPool.Put(wsp)
 	}()
 	idx := make([]int, 0, len(msgs)) // ws[j] came from msgs[idx[j]]
+	var pairs []holderPair           // the batch's distinct (group, shard), when recording
 	for i, m := range msgs {
 		w, err := d.decode(m)
 		if err != nil {
@@ -56,11 +58,20 @@ func (s *Store) write(ctx context.Context, msgs [][]byte, d *decoder) []error {
 		}
 		ws = append(ws, w)
 		idx = append(idx, i)
+		if s.holders != nil {
+			pairs = addPair(pairs, holderPair{w.Group, d.w.Shard})
+		}
 	}
 	if len(ws) == 0 {
 		return errs
 	}
 	err := ctx.Err()
+	for _, p := range pairs {
+		if err != nil {
+			break
+		}
+		err = s.holders.Record(ctx, p.group, p.shard)
+	}
 	if err == nil {
 		db, derr := s.DB()
 		if err = derr; err == nil {
@@ -74,6 +85,19 @@ func (s *Store) write(ctx context.Context, msgs [][]byte, d *decoder) []error {
 		}
 	}
 	return errs
+}
+
+type holderPair struct {
+	group string
+	shard uint32
+}
+
+// addPair adds p to the few distinct pairs of a batch.
+func addPair(pairs []holderPair, p holderPair) []holderPair {
+	if slices.Contains(pairs, p) {
+		return pairs
+	}
+	return append(pairs, p)
 }
 
 // writesPool recycles the decoded writes of a batch: at ~150 bytes a
