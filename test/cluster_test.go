@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
@@ -175,7 +177,14 @@ func TestClusterDataNodeStopAndRejoin(t *testing.T) {
 	c.data[1] = c.startDataNode(1)
 	checkAllReadable := func() bool {
 		readable := map[string]bool{}
-		for _, el := range queryAllStream(t, conn, uint32(next+10)) {
+		els, err := tryQueryAllStream(t, conn, uint32(next+10))
+		if status.Code(err) == codes.Unavailable {
+			return false // the liaison has not seen the node back yet
+		}
+		if err != nil {
+			t.Fatalf("query: %v", err)
+		}
+		for _, el := range els {
 			readable[el.GetElementId()] = true
 		}
 		for id := range acked {
@@ -211,7 +220,7 @@ func countOfflineFrom(t *testing.T, dataPath string, from int) int {
 	schema := &databasev1.Stream{}
 	resp, err := s.QueryStream(context.Background(), &clusterv1.StreamQuery{
 		Request: &streamv1.QueryRequest{
-			Groups: []string{streamGroup}, Name: streamName, Limit: 1 << 20,
+			Groups: []string{streamGroup}, Name: streamName, Limit: 100_000, // the most a query may ask
 			TimeRange: &modelv1.TimeRange{Begin: timestamppb.New(baseTime.Add(-time.Hour)), End: timestamppb.New(baseTime.Add(time.Hour))},
 		},
 		Schema: schema,

@@ -177,6 +177,16 @@ func writeStream(t *testing.T, conn *grpc.ClientConn, reqs []*streamv1.WriteRequ
 
 func queryAllStream(t *testing.T, conn *grpc.ClientConn, limit uint32) []*streamv1.Element {
 	t.Helper()
+	els, err := tryQueryAllStream(t, conn, limit)
+	if err != nil {
+		t.Fatalf("query: %v", err)
+	}
+	return els
+}
+
+// tryQueryAllStream is queryAllStream that returns the query's error.
+func tryQueryAllStream(t *testing.T, conn *grpc.ClientConn, limit uint32) ([]*streamv1.Element, error) {
+	t.Helper()
 	resp, err := streamv1.NewStreamServiceClient(conn).Query(ctxT(t), &streamv1.QueryRequest{
 		Groups:    []string{streamGroup},
 		Name:      streamName,
@@ -188,10 +198,7 @@ func queryAllStream(t *testing.T, conn *grpc.ClientConn, limit uint32) []*stream
 			{Name: "data", Tags: []string{"payload"}},
 		}},
 	})
-	if err != nil {
-		t.Fatalf("query: %v", err)
-	}
-	return resp.GetElements()
+	return resp.GetElements(), err
 }
 
 // checkStreamRoundTrip writes n elements over many entities and reads every

@@ -28,6 +28,15 @@ type Deps struct {
 	// Now is the clock that versions data points written without a
 	// version or message id; nil is time.Now.
 	Now func() time.Time
+	// Holders says which nodes holding a group's data a query cannot
+	// reach; nil means every node that holds data is always asked
+	// (standalone).
+	Holders DataHolders
+	// AllowPartial answers a query OK without the unreachable holders,
+	// counted in PartialAnswers, instead of UNAVAILABLE: an operator's
+	// opt-in, off by default.
+	AllowPartial   bool
+	PartialAnswers Counter
 }
 
 // Services are the client-facing services of one liaison: the stream and
@@ -57,7 +66,11 @@ func NewServices(cfg WriteConfig, deps Deps) *Services {
 		now = time.Now
 	}
 	w := writer{logger: logger, schema: view, queue: deps.Queue, cfg: cfg, counters: counters, now: now}
-	q := &querier{logger: logger, schema: view, queue: deps.Queue}
+	partial := deps.PartialAnswers
+	if partial == nil {
+		partial = noCounter{}
+	}
+	q := &querier{logger: logger, schema: view, queue: deps.Queue, holders: deps.Holders, allowPartial: deps.AllowPartial, partial: partial}
 	return &Services{
 		Stream:  &StreamService{writer: w, query: q},
 		Measure: &MeasureService{writer: w, query: q},

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -27,10 +28,18 @@ import (
 // answers. Each node returns at most offset+limit results in order; the
 // liaison merges, removes the copies replicas and redeliveries produce,
 // orders by time and applies offset and limit.
+//
+// A query answers OK only when every node that holds data of the group
+// answered: the live ones are asked, and one that holds data but is not in
+// the node table (holders) fails the query with UNAVAILABLE naming it and
+// its shards, unless the operator allowed partial answers.
 type querier struct {
-	logger *slog.Logger
-	schema *layouts
-	queue  queue.Client
+	logger       *slog.Logger
+	schema       *layouts
+	queue        queue.Client
+	holders      DataHolders
+	allowPartial bool
+	partial      Counter
 }
 
 func checkQuery(groups []string, name string, tr *modelv1.TimeRange, criteria *modelv1.Criteria, offset, limit uint32) error {
@@ -65,6 +74,16 @@ func queryTime(ts *timestamppb.Timestamp) bool {
 // replies. A node that cannot answer fails the query: a partial answer
 // would silently hide acknowledged writes.
 func (q *querier) scatter(ctx context.Context, topic queue.Topic, group string, payload []byte) ([][]byte, error) {
+	if q.holders != nil {
+		if away := q.holders.Unreachable(group); len(away) > 0 {
+			if !q.allowPartial {
+				return nil, status.Errorf(codes.Unavailable, "query group %q: data node(s) %v hold data of it and are not available; "+
+					"the answer would miss their acknowledged writes", group, away)
+			}
+			q.partial.Inc()
+			q.logger.Warn("partial query answer: holders unreachable", "group", group, "unreachable", fmt.Sprint(away))
+		}
+	}
 	replies, err := q.queue.Broadcast(ctx, topic, group, payload)
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "query group %q: %v", group, err)

@@ -41,6 +41,9 @@ type Role struct {
 	// RegistryEvents counts the registry changes the role applied, by
 	// registry ("schema", "node") and type.
 	RegistryEvents *prometheus.CounterVec
+	// PartialAnswers counts queries a liaison answered without a data
+	// node holding their data (--query-partial-answers); nil elsewhere.
+	PartialAnswers prometheus.Counter
 }
 
 func newRegistryEvents(reg prometheus.Registerer) *prometheus.CounterVec {
@@ -54,8 +57,12 @@ func newRegistryEvents(reg prometheus.Registerer) *prometheus.CounterVec {
 
 // RegisterLiaison registers a liaison's metrics on reg.
 func RegisterLiaison(reg prometheus.Registerer, src LiaisonSources) Role {
-	m := Role{Writes: NewWriteCounters(reg), GRPC: newGRPCMetrics(reg), RegistryEvents: newRegistryEvents(reg)}
-	reg.MustRegister(newPublisherCollector(src.PubStats, src.MaxBytes), src.PubBatch)
+	m := Role{Writes: NewWriteCounters(reg), GRPC: newGRPCMetrics(reg), RegistryEvents: newRegistryEvents(reg),
+		PartialAnswers: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "banyand_liaison_partial_query_answers_total",
+			Help: "Queries answered OK without a data node that holds data of their groups (only with --query-partial-answers; otherwise they fail UNAVAILABLE).",
+		})}
+	reg.MustRegister(m.PartialAnswers, newPublisherCollector(src.PubStats, src.MaxBytes), src.PubBatch)
 	registerSchemaMetrics(reg, src.Schema, src.Cache)
 	counterFunc(reg, "banyand_registry_node_watch_skipped_total", "Node registry entries skipped as invalid, each time read.",
 		func() int64 { return src.NodeWatch().Skipped })

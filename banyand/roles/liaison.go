@@ -44,6 +44,9 @@ type Liaison struct {
 	Queue    pub.Config
 	// ClusterTLS secures the streams to the data nodes.
 	ClusterTLS security.ClusterClientTLS
+	// PartialAnswers lets a query answer OK without data nodes that hold
+	// data of its groups but are unreachable (--query-partial-answers).
+	PartialAnswers bool
 
 	grpc *grpcServer
 	http *httpServer
@@ -58,6 +61,8 @@ func (l *Liaison) RegisterFlags(fs *pflag.FlagSet) {
 	l.Etcd.RegisterFlags(fs)
 	l.Queue.RegisterFlags(fs)
 	l.ClusterTLS.RegisterFlags(fs)
+	fs.BoolVar(&l.PartialAnswers, "query-partial-answers", false, "answer a query OK even when a data node holding data of its groups is unreachable (counted in banyand_liaison_partial_query_answers_total); "+
+		"off, such a query fails with UNAVAILABLE naming the node and its shards")
 }
 
 // Validate implements cli.Role.
@@ -127,8 +132,15 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 	roleMetrics := metrics.RegisterLiaison(reg, metrics.LiaisonSources{
 		PubStats: publisher.Stats, PubBatch: batches, MaxBytes: qcfg.MaxBytesPerNode, Schema: store, Cache: cache, NodeWatch: nodeWatcher.Stats, Security: sec,
 	})
+	holderWatcher, err := etcd.NewHolderWatcher(nodeCfg, cli, logger.With("component", "holder-watch"))
+	if err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
+	holders := liaison.NewHolders(router)
 	services := liaison.NewServices(liaison.WriteConfig{AckTimeout: l.server.AckTimeout}, liaison.Deps{
 		Logger: logger.With("component", "liaison"), Schema: cache, Queue: publisher, Counters: roleMetrics.Writes,
+		Holders: holders, AllowPartial: l.PartialAnswers, PartialAnswers: roleMetrics.PartialAnswers,
 	})
 	watch := newNodeWatch(nodeWatcher, placement, logger, roleMetrics.RegistryEvents)
 	meta := metadata.New(liaison.ReadYourWrites(store, cache))
@@ -155,6 +167,7 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 		etcdClientComponent(l.Etcd, cli.Close),
 		newSchemaWatch(store, cache, roleMetrics.RegistryEvents),
 		watch,
+		newHolderWatch(holderWatcher, holders),
 		&funcComponent{name: "publisher", stop: publisher.Close},
 		l.grpc,
 		&registration{what: "liaison", retryTaken: liaisonRegistrationRetry, node: l.registryNode, registrar: registrar, logger: logger},
@@ -220,6 +233,18 @@ func (w *nodeWatch) Nodes() []*databasev1.Node {
 		return *p
 	}
 	return nil
+}
+
+// newHolderWatch follows the holder records into holders; as a component
+// it starts once they are known, so no query answers before the liaison
+// knows which nodes it must hear from.
+func newHolderWatch(w *etcd.HolderWatcher, holders *liaison.Holders) *registryWatch {
+	return newRegistryWatch("holder-watch", func(ctx context.Context, first func()) error {
+		return w.Watch(ctx, func(h etcd.Holders) {
+			holders.Set(h)
+			first()
+		})
+	})
 }
 
 // selfNode is this liaison as the status page lists it.

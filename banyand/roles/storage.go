@@ -131,6 +131,13 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 	// length and retention. Writes carry everything else.
 	cache := schema.NewCache(nil)
 	store := storage.New(s.engine.storageConfig(storageDir(s.DataPath)), cache, logger)
+	holders, err := etcd.NewHolderRecorder(etcd.NodeConfig{Namespace: s.Etcd.Namespace, TTL: s.NodeTTL}, cli,
+		func() string { return s.registryNode().GetMetadata().GetName() })
+	if err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
+	store.RecordHolders(holders)
 	subCfg := s.Sub
 	if subCfg.NodeName == "" {
 		subCfg.NodeName = s.NodeName

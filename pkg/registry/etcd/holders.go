@@ -37,9 +37,11 @@ func (c NodeConfig) holderKey(node, group string, shard uint32) string {
 // HolderRecorder records what one data node holds. It is safe for
 // concurrent use; a pair is written to etcd once per process.
 type HolderRecorder struct {
-	cfg  NodeConfig
-	cli  *clientv3.Client
-	node string
+	cfg NodeConfig
+	cli *clientv3.Client
+	// node is the data node's registry name; it may be known only once
+	// its listener is bound, before the first write arrives.
+	node func() string
 	// recorded holds the pairs known to be in etcd.
 	recorded sync.Map // holderPair → struct{}
 }
@@ -49,16 +51,14 @@ type holderPair struct {
 	shard uint32
 }
 
-// NewHolderRecorder returns the recorder of data node name.
-func NewHolderRecorder(cfg NodeConfig, cli *clientv3.Client, name string) (*HolderRecorder, error) {
+// NewHolderRecorder returns the recorder of the data node that name
+// names (its registry name, asked at the first record).
+func NewHolderRecorder(cfg NodeConfig, cli *clientv3.Client, name func() string) (*HolderRecorder, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cli == nil {
-		return nil, errors.New("etcd holder recorder: nil client")
-	}
-	if name == "" || strings.ContainsAny(name, "/\x00") {
-		return nil, fmt.Errorf("etcd holder recorder: node name %q must be non-empty without '/' or NUL", name)
+	if cli == nil || name == nil {
+		return nil, errors.New("etcd holder recorder: nil client or name")
 	}
 	return &HolderRecorder{cfg: cfg.withDefaults(), cli: cli, node: name}, nil
 }
@@ -74,7 +74,11 @@ func (r *HolderRecorder) Record(ctx context.Context, group string, shard uint32)
 	if group == "" || strings.ContainsAny(group, "/\x00") {
 		return fmt.Errorf("etcd holder recorder: group %q must be non-empty without '/' or NUL", group)
 	}
-	if _, err := r.cli.Put(ctx, r.cfg.holderKey(r.node, group, shard), time.Now().UTC().Format(time.RFC3339)); err != nil {
+	node := r.node()
+	if node == "" || strings.ContainsAny(node, "/\x00") {
+		return fmt.Errorf("etcd holder recorder: node name %q must be non-empty without '/' or NUL", node)
+	}
+	if _, err := r.cli.Put(ctx, r.cfg.holderKey(node, group, shard), time.Now().UTC().Format(time.RFC3339)); err != nil {
 		return fmt.Errorf("record holder of %s/%d: %w", group, shard, err)
 	}
 	r.recorded.Store(p, struct{}{})

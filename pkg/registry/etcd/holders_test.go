@@ -24,11 +24,11 @@ func TestHoldersRecordedAndFollowed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
-	a, err := NewHolderRecorder(cfg, cli, "data-a")
+	a, err := NewHolderRecorder(cfg, cli, func() string { return "data-a" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := NewHolderRecorder(cfg, cli, "data-b")
+	b, err := NewHolderRecorder(cfg, cli, func() string { return "data-b" })
 	if err != nil {
 		t.Fatal(err)
 	}

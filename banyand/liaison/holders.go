@@ -1,0 +1,104 @@
+package liaison
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/banyand-io/banyand/pkg/route"
+)
+
+// DataHolders says which data nodes a query of a group cannot do without
+// but cannot reach.
+type DataHolders interface {
+	// Unreachable lists the nodes that hold data of group but are not in
+	// the node table now, each with the shards it holds, sorted by name.
+	Unreachable(group string) []Unreachable
+}
+
+// Unreachable is a node holding data of a group that a query would not
+// hear from.
+type Unreachable struct {
+	Node   string
+	Shards []uint32
+}
+
+func (u Unreachable) String() string { return fmt.Sprintf("%s (shards %v)", u.Node, u.Shards) }
+
+// Holders follows the holder records (which node holds which shards of each
+// group; pkg/registry/etcd) and answers DataHolders against the router's
+// node table. Records outlive a node's lease: a node that is down, paused
+// past its lease or restarting still holds its data, and a query that does
+// not hear from it must not answer as if it had everything.
+type Holders struct {
+	router *route.Router
+	cur    atomic.Pointer[map[string]map[string][]uint32]
+	ready  chan struct{}
+	once   sync.Once
+}
+
+// NewHolders returns an empty set; Ready is closed after the first Set.
+func NewHolders(router *route.Router) *Holders {
+	return &Holders{router: router, ready: make(chan struct{})}
+}
+
+// Set replaces the records: group → node → shards. The watcher calls it.
+func (h *Holders) Set(byGroup map[string]map[string][]uint32) {
+	h.cur.Store(&byGroup)
+	h.once.Do(func() { close(h.ready) })
+}
+
+// Ready is closed once the records are known: a liaison answers queries
+// only after it.
+func (h *Holders) Ready() <-chan struct{} { return h.ready }
+
+// Unreachable implements DataHolders. A node that is away is not missed
+// when the group keeps replicas and every shard it holds has another
+// holder that is live: every write acknowledged with all its copies has
+// one there, and the query asks every live node. (A write acknowledged
+// with fewer copies, while its other node was away too, is the exception
+// until under-replicated copies are repaired; the publisher counts them.)
+func (h *Holders) Unreachable(group string) []Unreachable {
+	p := h.cur.Load()
+	if p == nil {
+		return nil
+	}
+	byNode := (*p)[group]
+	if len(byNode) == 0 {
+		return nil
+	}
+	t := h.router.Current()
+	live := map[string]bool{}
+	for _, n := range t.Members() {
+		live[n.Name] = true
+	}
+	g, _ := t.Group(group)
+	// liveHolders counts, per shard, the live nodes holding it.
+	liveHolders := map[uint32]int{}
+	for node, shards := range byNode {
+		if live[node] {
+			for _, s := range shards {
+				liveHolders[s]++
+			}
+		}
+	}
+	var out []Unreachable
+	for node, shards := range byNode {
+		if live[node] {
+			continue
+		}
+		var missed []uint32
+		for _, s := range shards {
+			if g.Replicas == 0 || liveHolders[s] == 0 {
+				missed = append(missed, s)
+			}
+		}
+		if len(missed) > 0 {
+			out = append(out, Unreachable{Node: node, Shards: missed})
+		}
+	}
+	slices.SortFunc(out, func(a, b Unreachable) int { return strings.Compare(a.Node, b.Node) })
+	return out
+}

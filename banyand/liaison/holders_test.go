@@ -1,0 +1,92 @@
+package liaison
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	"github.com/banyand-io/banyand/pkg/route"
+)
+
+// TestHoldersUnreachable: a node that holds shards of a group but is not in
+// the node table is unreachable; live ones and other groups' holders are
+// not.
+func TestHoldersUnreachable(t *testing.T) {
+	router := route.NewRouter()
+	if _, err := router.Update([]route.Node{{Name: "data-0", Addr: "a:1"}}, []route.Group{{Name: "g", ShardNum: 4}}); err != nil {
+		t.Fatal(err)
+	}
+	h := NewHolders(router)
+	if got := h.Unreachable("g"); got != nil {
+		t.Fatalf("before any record: %v", got)
+	}
+	select {
+	case <-h.Ready():
+		t.Fatal("ready before the first set")
+	default:
+	}
+	h.Set(map[string]map[string][]uint32{
+		"g":     {"data-0": {0, 1}, "data-1": {2, 3}, "data-2": {1}},
+		"other": {"data-9": {0}},
+	})
+	<-h.Ready()
+	got := h.Unreachable("g")
+	if len(got) != 2 || got[0].String() != "data-1 (shards [2 3])" || got[1].Node != "data-2" {
+		t.Fatalf("unreachable = %v", got)
+	}
+	if got := h.Unreachable("nope"); got != nil {
+		t.Fatalf("unreachable of a group nobody holds = %v", got)
+	}
+
+	// With replicas, a shard another live holder has is not missed.
+	if _, err := router.Update([]route.Node{{Name: "data-0", Addr: "a:1"}}, []route.Group{{Name: "g", ShardNum: 4, Replicas: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	got = h.Unreachable("g")
+	if len(got) != 1 || got[0].String() != "data-1 (shards [2 3])" {
+		t.Fatalf("unreachable with replicas = %v, want data-1's shards 2 and 3 only (data-0 holds shard 1)", got)
+	}
+}
+
+type fixedHolders []Unreachable
+
+func (f fixedHolders) Unreachable(string) []Unreachable { return f }
+
+type countingCounter struct{ n atomic.Int64 }
+
+func (c *countingCounter) Inc() { c.n.Add(1) }
+
+// TestQueryFailsWithoutAHolder: a query of a group with an unreachable
+// holder is UNAVAILABLE naming the node and its shards, before any node is
+// asked; with partial answers allowed it goes on and is counted.
+func TestQueryFailsWithoutAHolder(t *testing.T) {
+	away := fixedHolders{{Node: "data-1", Shards: []uint32{2, 3}}}
+	q := &fakeQueue{}
+	svc := NewServices(WriteConfig{}, Deps{Logger: discardLogger, Schema: newTestSchema(t), Queue: q, Now: testNow, Holders: away})
+	tr := &modelv1.TimeRange{Begin: timestamppb.New(time.Unix(0, 0)), End: timestamppb.New(time.Unix(3600, 0))}
+	req := &streamv1.QueryRequest{Groups: []string{testGroup}, Name: "s", TimeRange: tr}
+	_, err := svc.Stream.Query(context.Background(), req)
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "data-1 (shards [2 3])") {
+		t.Fatalf("query with a holder away: %v, want UNAVAILABLE naming data-1 and its shards", err)
+	}
+
+	partial := &countingCounter{}
+	svc = NewServices(WriteConfig{}, Deps{Logger: discardLogger, Schema: newTestSchema(t), Queue: q, Now: testNow,
+		Holders: away, AllowPartial: true, PartialAnswers: partial})
+	_, err = svc.Stream.Query(context.Background(), req)
+	// The fake queue has no nodes: the query got past the holder check.
+	if status.Code(err) != codes.Unavailable || strings.Contains(err.Error(), "data-1") {
+		t.Fatalf("partial query: %v, want it to reach the queue", err)
+	}
+	if partial.n.Load() != 1 {
+		t.Fatalf("partial answers counted %d, want 1", partial.n.Load())
+	}
+}
