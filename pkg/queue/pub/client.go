@@ -100,9 +100,16 @@ type Observer interface {
 // A lane reserves budget in chunks (1/64 of MaxBytesPerNode, at most
 // 64 KiB) and gives back what it did not use once it is empty or a
 // publisher waits for room; reserved bytes count as in use. Messages
-// re-placed from a failed node are admitted to their new node even over
-// its budget, so the client as a whole holds at most
-// MaxBytesPerNode times the number of nodes, plus per-message bookkeeping.
+// re-placed from a failed node go ahead of new ones: their new node takes
+// them up to twice its budget, and those that do not fit wait on the
+// retry list, re-placed every tick until their deadline. Until a node
+// takes it, a re-placed message stays counted by the budget of the node
+// it came off, so a node that keeps failing messages retryably holds its
+// publishers back instead of feeding the retry list. Every byte of a
+// message not yet settled is so counted by one node: the client as a
+// whole holds at most twice MaxBytesPerNode times the number of nodes
+// (one message more a node, admitted into an empty budget), plus
+// per-message bookkeeping.
 //
 // Delivery: at least once. A message's future resolves exactly once: nil
 // when a node acked it (every copy, for a replicated group), or an error; a
@@ -411,9 +418,12 @@ func (c *Client) stopNode(n *node) []*msg {
 }
 
 // replace re-places messages taken off a node (m.avoid names it) through
-// the placement table. It never blocks: target budgets are overrun rather
-// than stalling the maintenance loop. It returns how many it put back on
-// the retry list to wait for a data node (see awaitNodes).
+// the placement table. It never blocks: a target takes re-placed messages
+// up to twice its budget (sendq.Queue.PushForced), and what it cannot
+// take goes back on the retry list for the next tick, still counted by
+// the budget of the node it came off, until its deadline. It returns how
+// many it put back on the retry list to wait for a data node (see
+// awaitNodes).
 func (c *Client) replace(t *route.Table, nodes map[string]*node, msgs []*msg, now time.Time) int {
 	cache := map[orderKey][]route.Node{}
 	targets := map[*node][]*msg{}
@@ -422,12 +432,15 @@ func (c *Client) replace(t *route.Table, nodes map[string]*node, msgs []*msg, no
 	for _, m := range msgs {
 		switch {
 		case m.IsDone():
+			m.Unhold()
 			continue
 		case m.Expired(nowNano):
 			m.Resolve(sendq.DeadlineErr(m, m.Avoid()), nil)
+			m.Unhold()
 			continue
 		case m.Pinned():
 			m.Resolve(fmt.Errorf("queue/pub: node %s did not answer the %q request: %w", m.Avoid(), m.Topic, queue.ErrNoNodes), nil)
+			m.Unhold()
 			continue
 		}
 		var n *node
@@ -444,9 +457,11 @@ func (c *Client) replace(t *route.Table, nodes map[string]*node, msgs []*msg, no
 				continue
 			}
 			m.Resolve(err, nil)
+			m.Unhold()
 			continue
 		}
 		if n == nil {
+			m.Unhold()
 			continue // a replica copy given up: the others hold the message
 		}
 		if n.name != m.Avoid() {
@@ -455,8 +470,17 @@ func (c *Client) replace(t *route.Table, nodes map[string]*node, msgs []*msg, no
 		targets[n] = append(targets[n], m)
 	}
 	for n, ms := range targets {
-		if left := n.enqueueForced(ms); len(left) > 0 {
-			c.retryLater(left...) // n left the table meanwhile; next tick routes again
+		for _, m := range n.enqueueForced(ms) {
+			// n is full of re-placed messages, or left the table
+			// meanwhile. Back on the node m came off, if that one is up
+			// again: its budget counts m already, and it would otherwise
+			// wait there doing nothing. Else the next tick routes it again.
+			if from := nodes[m.Avoid()]; from != nil && from != n && !from.down.Load() &&
+				len(from.enqueueForced([]*msg{m})) == 0 {
+				c.replaced.Add(-1) // not moved after all
+				continue
+			}
+			c.retryLater(m)
 		}
 	}
 	if len(waiting) > 0 {
@@ -512,6 +536,7 @@ func (c *Client) Close(ctx context.Context) error {
 			m.Topic, m.Group, queue.ErrClosed), nil) {
 			failed++
 		}
+		m.Unhold()
 	}
 	if failed > 0 {
 		c.log.Warn("queue client closed with undelivered messages", "failed", failed)

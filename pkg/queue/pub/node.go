@@ -121,8 +121,9 @@ func (n *node) enqueue(h *sendq.Head, payload []byte, m *msg) (f queue.Future, r
 	return f, room, queued, nil
 }
 
-// enqueueForced queues re-placed messages regardless of the budget and
-// returns them all if the node left the table meanwhile.
+// enqueueForced queues re-placed messages up to twice the node's budget
+// (sendq.Queue.PushForced) and returns those it did not queue: what did
+// not fit, or all of them if the node left the table meanwhile.
 func (n *node) enqueueForced(ms []*msg) []*msg {
 	if !n.ensureStarted() {
 		return ms

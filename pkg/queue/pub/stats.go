@@ -13,8 +13,10 @@ type NodeStats struct {
 	Down bool
 	// InFlightBatches are sent and not yet acked, over all its streams.
 	InFlightBatches int64
-	// BytesInUse are payload bytes queued for it or in flight to it; Publish
-	// blocks while they would exceed MaxBytesPerNode.
+	// BytesInUse are payload bytes queued for it or in flight to it, or
+	// taken off it and waiting to be re-placed; Publish blocks while they
+	// would exceed MaxBytesPerNode, and re-placed messages take it up to
+	// twice that.
 	BytesInUse int64
 }
 

@@ -74,8 +74,9 @@ const (
 // Failed settles b, landed at now, whose ack failed some or all of its
 // messages: judge says what became of message i. It returns the messages
 // to re-place on another node (Retry), each recording the queue's node as
-// the one to avoid and the error judge gave as its last failure. b is the
-// queue's again.
+// the one to avoid and the error judge gave as its last failure, and
+// still counted by this queue's budget until they are queued elsewhere or
+// let go (see PushForced). b is the queue's again.
 func (q *Queue) Failed(b *Batch, replies [][]byte, now int64, judge func(i int, m *Msg) (Verdict, error)) (retry []*Msg) {
 	var again []*Msg
 	shrunk := false
@@ -101,6 +102,7 @@ func (q *Queue) Failed(b *Batch, replies [][]byte, now int64, judge func(i int, 
 		default:
 			m.FailedOn(q.cfg.Node, err)
 			m.keepPayload(b.payloads[i])
+			m.hold(q)
 			retry = append(retry, m)
 		}
 	}
@@ -108,8 +110,11 @@ func (q *Queue) Failed(b *Batch, replies [][]byte, now int64, judge func(i int, 
 	for _, m := range again {
 		kept += m.Size()
 	}
+	for _, m := range retry {
+		kept += m.Size()
+	}
 	if !shrunk {
-		q.release(b.bytes)
+		q.release(b.bytes - kept)
 	} else {
 		q.mu.Lock()
 		q.releaseLocked(b.bytes - kept)

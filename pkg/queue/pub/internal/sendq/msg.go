@@ -61,6 +61,10 @@ type Extra struct {
 	LastFail error  // the last retryable failure, reported if the deadline passes
 	Sink     Sink   // told when the message settles, for a message with no Owner
 	Payload  []byte // set while the message is in no batch
+	// Held is the queue whose budget still counts the message while it
+	// waits to be re-placed (taken off by Drain or Failed), nil once it
+	// is queued again or let go (see Queue.PushForced, Msg.Unhold).
+	Held *Queue
 }
 
 // Sink hears of the settling of a message that has no Owner (a replica
@@ -115,6 +119,23 @@ func (m *Msg) FailedOn(node string, err error) {
 	if err != nil {
 		x.LastFail = err
 	}
+}
+
+// hold records that q's budget keeps counting m while m waits to be
+// re-placed. Only the message's current holder calls it.
+func (m *Msg) hold(q *Queue) { m.extra().Held = q }
+
+// Unhold gives back the budget m still holds on the queue it was taken
+// off, for a message that leaves re-placement other than by PushForced
+// (settled, or a replica copy given up). Only the message's current
+// holder calls it; a message holding nothing is left alone.
+func (m *Msg) Unhold() {
+	if m.X == nil || m.X.Held == nil {
+		return
+	}
+	q := m.X.Held
+	m.X.Held = nil
+	q.release(m.Size())
 }
 
 // keepPayload stores the payload of m as it leaves a batch. Only the

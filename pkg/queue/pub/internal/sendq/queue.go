@@ -40,8 +40,14 @@ type Counters struct {
 // Backpressure: Push admits a message while the budget has room for it,
 // or the budget is empty (one message always fits); otherwise it returns
 // the channel that closes when bytes are released, and the caller waits
-// on it as long as it is willing to. PushForced admits regardless of the
-// budget. Take never blocks: it reports Empty, Full or Held and the
+// on it as long as it is willing to. PushForced, for messages re-placed
+// from another queue, admits up to twice the budget (or one into an
+// empty one) and never blocks: it hands back what does not fit. A
+// message taken off for re-placement (Drain, a Retry in Failed) stays
+// counted by the budget of the queue it left until another queue takes it
+// or it is let go (Msg.Unhold), so every byte of an unsettled message is
+// counted by exactly one queue, and a node's queue holds at most twice
+// its budget. Take never blocks: it reports Empty, Full or Held and the
 // caller waits on Work or its own ack signal.
 type Queue struct {
 	cfg  Config
@@ -140,20 +146,66 @@ func (q *Queue) Push(h *Head, payload []byte, m *Msg) (f queue.Future, room <-ch
 	}
 }
 
-// PushForced queues messages taken off another queue regardless of the
-// budget and returns them all if the queue is closed.
-func (q *Queue) PushForced(ms []*Msg) []*Msg {
+// PushForced queues messages taken off a queue for re-placement while
+// this queue's bytes stay within twice the budget (a message always fits
+// into an empty one), so that re-placed messages get in ahead of new
+// ones, which wait at the budget, without a burst of them growing the
+// queue without bound. Each message queued moves its bytes from the
+// budget of the queue it left (Msg.X.Held) to this one's. It never
+// blocks, and returns the messages it did not queue, in order, still
+// counted where they were: all of them if the queue is closed.
+func (q *Queue) PushForced(ms []*Msg) (left []*Msg) {
+	type moved struct {
+		from  *Queue
+		bytes int64
+	}
+	var out []moved
 	l := &q.lanes[0]
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if q.closed.Load() {
+		l.mu.Unlock()
 		return ms
 	}
 	for _, m := range ms {
-		q.used.Add(m.Size())
+		var from *Queue
+		if m.X != nil {
+			from = m.X.Held
+		}
+		// A message back to the queue that holds it is counted already.
+		if from != q && !q.reserveForced(m.Size()) {
+			left = append(left, m)
+			continue
+		}
+		if from != nil {
+			m.X.Held = nil
+			if from != q {
+				out = append(out, moved{from, m.Size()})
+			}
+		}
 		q.push(l, m, m.Payload(), false)
 	}
-	return nil
+	l.mu.Unlock()
+	// Not under l.mu: a release may take the other queue's mu, which is
+	// taken before a lane's.
+	for _, mv := range out {
+		mv.from.release(mv.bytes)
+	}
+	return left
+}
+
+// reserveForced charges size bytes to the budget if they keep it within
+// twice MaxBytes, or it is empty (see PushForced).
+func (q *Queue) reserveForced(size int64) bool {
+	limit := 2 * q.cfg.MaxBytes
+	for {
+		u := q.used.Load()
+		if u != 0 && u+size > limit {
+			return false
+		}
+		if q.used.CompareAndSwap(u, u+size) {
+			return true
+		}
+	}
 }
 
 // push queues m in its topic's newest batch in l, or a new one. l.mu is
@@ -309,7 +361,9 @@ func (q *Queue) Outstanding() int64 {
 }
 
 // Drain takes every queued message off the queue for re-placement; each
-// records the queue's node as the one to avoid. In-flight batches stay.
+// records the queue's node as the one to avoid, and stays counted by the
+// queue's budget until it is queued elsewhere or let go (see
+// PushForced). Settled messages are dropped. In-flight batches stay.
 func (q *Queue) Drain() []*Msg {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -321,11 +375,16 @@ func (q *Queue) Drain() []*Msg {
 		for _, tq := range l.queues {
 			for _, b := range tq.batches {
 				b.detach()
+				bytes += b.bytes
 				for _, m := range b.msgs {
+					if m.IsDone() {
+						continue
+					}
 					m.FailedOn(q.cfg.Node, nil)
+					m.hold(q)
+					bytes -= m.Size()
 					out = append(out, m)
 				}
-				bytes += b.bytes
 				putBatch(b)
 			}
 			clear(tq.batches)

@@ -461,3 +461,68 @@ func TestTakeLimits(t *testing.T) {
 		t.Fatalf("future of a message over the cap says %v, want ErrInvalidMessage", err)
 	}
 }
+
+// A message taken off for re-placement stays counted by the budget it
+// left until another queue takes it (then by that one's) or it is let go;
+// PushForced takes re-placed messages up to twice the budget and hands
+// back the rest, still counted where they were.
+func TestReplacedMessagesMoveTheirBytes(t *testing.T) {
+	from := newFixture(t, func(c *Config) { c.MaxBytes, c.Node = 100, "from" })
+	to := newFixture(t, func(c *Config) { c.MaxBytes, c.Node = 100, "to" })
+	o := NewOwner(1)
+	ten := string(make([]byte, 10))
+
+	// A retry and a drain leave their bytes on from.
+	from.push(o, ten, hour)
+	retry := from.q.Failed(from.land(from.take()), nil, from.now, judgeAll(Retry, errors.New("unavailable")))
+	for range 3 {
+		from.push(o, ten, hour)
+	}
+	from.q.reclaim() // the lane's unused credit is no message's
+	drained := from.q.Drain()
+	ms := slices.Concat(retry, drained)
+	if len(ms) != 4 || from.q.Used() != 40 {
+		t.Fatalf("%d messages taken off, %d bytes still counted; want 4 and their 40", len(ms), from.q.Used())
+	}
+
+	// Back to the queue that holds them: counted once.
+	if left := from.q.PushForced(ms[:1]); len(left) != 0 || from.q.Used() != 40 {
+		t.Fatalf("re-placed onto its own queue: %d left, %d bytes; want 0 and 40", len(left), from.q.Used())
+	}
+	// Onto another: the bytes move.
+	if left := to.q.PushForced(ms[1:]); len(left) != 0 || from.q.Used() != 10 || to.q.Used() != 30 {
+		t.Fatalf("re-placed elsewhere: %d left, %d and %d bytes; want 0, 10 and 30", len(left), from.q.Used(), to.q.Used())
+	}
+
+	// Up to twice the budget, whatever comes: the rest is handed back,
+	// still counted by the queue it came off.
+	other := newFixture(t, func(c *Config) { c.MaxBytes, c.Node = 1000, "other" })
+	for range 30 {
+		other.push(o, ten, hour)
+	}
+	other.q.reclaim()
+	burst := other.q.Drain()
+	left := to.q.PushForced(burst)
+	if to.q.Used() > 200 || to.q.Used() < 190 {
+		t.Fatalf("after a burst of 300 bytes %d bytes in use, want up to twice the budget of 100", to.q.Used())
+	}
+	if len(left) != 30-17 || other.q.Used() != int64(10*len(left)) {
+		t.Fatalf("%d handed back, %d bytes still on their queue; want 13 and 130", len(left), other.q.Used())
+	}
+	// Let go (settled while waiting, say): the bytes are free.
+	for _, m := range left {
+		m.Unhold()
+		m.Unhold() // twice is once
+	}
+	if other.q.Used() != 0 {
+		t.Fatalf("%d bytes still counted for messages let go", other.q.Used())
+	}
+	// An empty queue takes one message whatever its size.
+	empty := newFixture(t, func(c *Config) { c.MaxBytes, c.Node = 10, "empty" })
+	big := newFixture(t, nil)
+	big.push(o, string(make([]byte, 50)), hour)
+	big.q.reclaim()
+	if left := empty.q.PushForced(big.q.Drain()); len(left) != 0 || empty.q.Used() != 50 {
+		t.Fatalf("into an empty budget: %d left, %d bytes", len(left), empty.q.Used())
+	}
+}
