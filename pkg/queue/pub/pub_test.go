@@ -102,10 +102,14 @@ func TestSpreadsOverNodes(t *testing.T) {
 			// Every batch sent was observed with its size, and every ack.
 			// The send loop counts a batch after Send returns, which may be
 			// after its ack settled the futures: poll.
+			// A stream the stall timeout reopened (a loaded machine) lost
+			// the acks of the batches in flight on it; their messages went
+			// again in other batches.
 			poll.Until(t, "the observer to have seen every batch and ack", func() bool {
 				st := c.Stats()
 				sent, msgs, acks := obs.counts()
-				return sent == st.BatchesSent && msgs == st.MessagesSent && acks == sent && msgs >= 5000
+				acksOK := acks == sent || (st.Reconnects > 0 && acks > 0 && acks < sent)
+				return sent == st.BatchesSent && msgs == st.MessagesSent && acksOK && msgs >= 5000
 			})
 			ctx, cancel := context.WithTimeout(context.Background(), waitMax)
 			defer cancel()
