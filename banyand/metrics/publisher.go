@@ -25,9 +25,9 @@ func newPublisherCollector(stats func() pub.Stats, maxBytesPerNode int64) *publi
 	return &publisherCollector{
 		stats: stats, maxBytes: maxBytesPerNode,
 		nodeInflight:    d("node_inflight_batches", "Batches sent to a data node and not yet acked.", "node"),
-		nodeBytes:       d("node_bytes_in_use", "Payload bytes queued for or in flight to a data node.", "node"),
+		nodeBytes:       d("node_bytes_in_use", "Payload bytes queued for, in flight to, or taken off a data node and waiting to be re-placed; up to twice --queue-max-bytes-per-node while re-placed messages land on it.", "node"),
 		nodeDown:        d("node_down", "1 while a data node is routed around.", "node"),
-		bytes:           d("bytes_in_use", "Payload bytes queued or in flight, all data nodes."),
+		bytes:           d("bytes_in_use", "Payload bytes queued, in flight or waiting to be re-placed, all data nodes."),
 		bound:           d("max_bytes_per_node", "Bound on a data node's bytes in use; Publish blocks beyond it."),
 		reconnects:      d("reconnects_total", "Streams to data nodes re-opened after a break."),
 		replaced:        d("replaced_messages_total", "Messages moved to another data node than the one they were queued for."),
