@@ -64,7 +64,7 @@ func (p *plan) common(groups []string, name string, tr *modelv1.TimeRange, order
 		return fmt.Errorf("%w: time range with begin and end is required", errInvalidQuery)
 	}
 	if err := schema.CheckQueryWindow(offset, limit); err != nil {
-		return fmt.Errorf("%w: %v", errInvalidQuery, err)
+		return fmt.Errorf("%w: %w", errInvalidQuery, err)
 	}
 	// A group named twice would return its data twice.
 	p.groups, p.name = slices.Compact(slices.Sorted(slices.Values(groups))), name

@@ -70,7 +70,7 @@ func queryGroup(conn *grpc.ClientConn) error {
 	defer cancel()
 	_, err := streamv1.NewStreamServiceClient(conn).Query(ctx, &streamv1.QueryRequest{
 		Groups: []string{group}, Name: streamName, Limit: 10,
-		TimeRange: &modelv1.TimeRange{Begin: msTimestamp(0), End: msTimestamp(time.Now().Add(time.Hour).UnixMilli())},
+		TimeRange:  &modelv1.TimeRange{Begin: msTimestamp(0), End: msTimestamp(time.Now().Add(time.Hour).UnixMilli())},
 		Projection: &modelv1.TagProjection{TagFamilies: []*modelv1.TagProjection_TagFamily{{Name: "searchable", Tags: []string{"service"}}}},
 	})
 	return err
