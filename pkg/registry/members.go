@@ -131,16 +131,9 @@ func validateTrace(tr *databasev1.Trace) error {
 	if err := validMember("trace", tr.GetMetadata()); err != nil {
 		return err
 	}
-	if len(tr.GetTags()) == 0 {
-		return invalid("trace.tags", "at least one tag is required")
-	}
-	tags := make(map[string]bool, len(tr.GetTags()))
-	types := make(map[string]databasev1.TagType, len(tr.GetTags()))
-	for i, t := range tr.GetTags() {
-		if err := validTag(fmt.Sprintf("trace.tags[%d]", i), t.GetName(), t.GetType(), tags); err != nil {
-			return err
-		}
-		types[t.GetName()] = t.GetType()
+	types, err := validTagSpecs("trace.tags", tr.GetTags())
+	if err != nil {
+		return err
 	}
 	for _, f := range []struct{ field, name string }{
 		{"trace.trace_id_tag_name", tr.GetTraceIdTagName()},
@@ -161,14 +154,27 @@ func validateProperty(p *databasev1.Property) error {
 	if err := validMember("property", p.GetMetadata()); err != nil {
 		return err
 	}
-	if len(p.GetTags()) == 0 {
-		return invalid("property.tags", "at least one tag is required")
+	_, err := validTagSpecs("property.tags", p.GetTags())
+	return err
+}
+
+// validTagSpecs checks a flat list of tag declarations (a trace's, a
+// property's): at least one, each valid, names unique. It returns each
+// tag's type by name.
+func validTagSpecs[T interface {
+	GetName() string
+	GetType() databasev1.TagType
+}](field string, specs []T) (map[string]databasev1.TagType, error) {
+	if len(specs) == 0 {
+		return nil, invalid(field, "at least one tag is required")
 	}
-	tags := make(map[string]bool, len(p.GetTags()))
-	for i, t := range p.GetTags() {
-		if err := validTag(fmt.Sprintf("property.tags[%d]", i), t.GetName(), t.GetType(), tags); err != nil {
-			return err
+	seen := make(map[string]bool, len(specs))
+	types := make(map[string]databasev1.TagType, len(specs))
+	for i, t := range specs {
+		if err := validTag(fmt.Sprintf("%s[%d]", field, i), t.GetName(), t.GetType(), seen); err != nil {
+			return nil, err
 		}
+		types[t.GetName()] = t.GetType()
 	}
-	return nil
+	return types, nil
 }

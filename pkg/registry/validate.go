@@ -177,19 +177,13 @@ func validTagRefs(field string, names []string, tags map[string]bool, required b
 	if required && len(names) == 0 {
 		return invalid(field, "at least one tag is required")
 	}
-	seen := make(map[string]bool, len(names))
+	if err := validNames(field, names, false); err != nil {
+		return err
+	}
 	for i, n := range names {
-		f := fmt.Sprintf("%s[%d]", field, i)
-		if n == "" {
-			return invalid(f, "must not be empty")
-		}
 		if !tags[n] {
-			return invalid(f, "tag %q is not declared in any tag family", n)
+			return invalid(fmt.Sprintf("%s[%d]", field, i), "tag %q is not declared in any tag family", n)
 		}
-		if seen[n] {
-			return invalid(f, "duplicate tag %q", n)
-		}
-		seen[n] = true
 	}
 	return nil
 }
