@@ -2,6 +2,7 @@ package tsdb
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -278,14 +279,20 @@ func (m *memBuffer) dropLocked(segPrefix, metaKey []byte) {
 
 func (m *memBuffer) size() int64 { return m.bytes.Load() }
 
-// orderLocked sorts a series' entries by suffix, arrival order breaking
-// ties, if a late record came in.
+// orderLocked sorts a series' entries by suffix, if a late record came in.
+// Records of one key are ordered as their log records are (seq; a
+// replay's, seq 0, are older than any new one and keep the log's order):
+// concurrent writers may add to the buffer in another order than they
+// logged, and a read must see what a replay of the log would rebuild.
 func (sb *seriesBuffer) orderLocked() {
 	if !sb.unordered {
 		return
 	}
 	slices.SortStableFunc(sb.entries, func(x, y bufEntry) int {
-		return bytes.Compare(x.suffix(sb.arena), y.suffix(sb.arena))
+		if c := bytes.Compare(x.suffix(sb.arena), y.suffix(sb.arena)); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.seq, y.seq)
 	})
 	sb.unordered = false
 }
