@@ -92,8 +92,11 @@ func (q *querier) scatter(ctx context.Context, topic queue.Topic, group string, 
 	for _, r := range replies {
 		if r.Err != nil {
 			code := codes.Unavailable
-			if errors.Is(r.Err, queue.ErrInvalidMessage) {
+			switch {
+			case errors.Is(r.Err, queue.ErrInvalidMessage):
 				code = codes.InvalidArgument
+			case errors.Is(r.Err, queue.ErrResourceExhausted):
+				code = codes.ResourceExhausted
 			}
 			return nil, status.Errorf(code, "query group %q on node %s: %v", group, r.Node, r.Err)
 		}

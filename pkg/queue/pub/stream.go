@@ -295,6 +295,8 @@ func (s *stream) judge(ack *clusterv1.Ack, k int) func(i int, m *msg) (sendq.Ver
 			return sendq.Refused, wrap(queue.ErrUnknownTopic)
 		case clusterv1.Code_CODE_DEADLINE_EXCEEDED:
 			return sendq.Refused, wrap(queue.ErrDeadline)
+		case clusterv1.Code_CODE_RESOURCE_EXHAUSTED:
+			return sendq.Refused, wrap(queue.ErrResourceExhausted)
 		case clusterv1.Code_CODE_TOO_LARGE:
 			return sendq.TooLarge, nil
 		}

@@ -37,6 +37,9 @@ const (
 	DefaultMaxRecvMsgSize  = 16 << 20
 	DefaultStopGrace       = 10 * time.Second
 	DefaultListenerWorkers = 4
+	// DefaultMaxReplyBytes keeps an ack with replies well inside the
+	// publisher's receive bound (pub.DefaultMaxRecvMsgSize, 64 MiB).
+	DefaultMaxReplyBytes = 32 << 20
 )
 
 // Config configures a Server. Zero values take the defaults.
@@ -65,12 +68,18 @@ type Config struct {
 	// at once. When all are busy the stream is not read, so gRPC flow
 	// control holds the publisher back. Default 4.
 	ListenerWorkers int
+	// MaxReplyBytes bounds the replies of one ack. A reply that would take
+	// them past it is not sent: its message fails with
+	// CODE_RESOURCE_EXHAUSTED. An ack beyond the publisher's receive bound
+	// would end the stream, and with it the writes in flight on it; so a
+	// query asking for too much fails alone. Default 32 MiB.
+	MaxReplyBytes int
 }
 
 // Validate reports a config that cannot work.
 func (c Config) Validate() error {
-	if c.MaxRecvMsgSize < 0 || c.MaxBatchMessages < 0 || c.StopGrace < 0 || c.ListenerWorkers < 0 {
-		return fmt.Errorf("sub: config: negative MaxRecvMsgSize, MaxBatchMessages, StopGrace or ListenerWorkers: %+v", c)
+	if c.MaxRecvMsgSize < 0 || c.MaxBatchMessages < 0 || c.StopGrace < 0 || c.ListenerWorkers < 0 || c.MaxReplyBytes < 0 {
+		return fmt.Errorf("sub: config: negative MaxRecvMsgSize, MaxBatchMessages, StopGrace, ListenerWorkers or MaxReplyBytes: %+v", c)
 	}
 	return nil
 }
@@ -84,6 +93,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ListenerWorkers <= 0 {
 		c.ListenerWorkers = DefaultListenerWorkers
+	}
+	if c.MaxReplyBytes <= 0 {
+		c.MaxReplyBytes = DefaultMaxReplyBytes
 	}
 	return c
 }

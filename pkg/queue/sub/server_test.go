@@ -193,6 +193,37 @@ func TestAcks(t *testing.T) {
 	}
 }
 
+// TestRepliesBeyondTheBoundFailAlone: of a batch whose replies would take
+// the ack past MaxReplyBytes, the message whose reply crosses the bound
+// fails with CODE_RESOURCE_EXHAUSTED and sends no reply; the others are
+// answered, and the stream goes on.
+func TestRepliesBeyondTheBoundFailAlone(t *testing.T) {
+	echo := queue.ListenerFunc(func(_ context.Context, b queue.Batch) queue.Result {
+		res := queue.Result{Replies: make([][]byte, len(b.Messages))}
+		for i, m := range b.Messages {
+			res.Replies[i] = append([]byte("re:"), m...)
+		}
+		return res
+	})
+	ts := startServer(t, sub.Config{MaxReplyBytes: 12}, map[queue.Topic]queue.Listener{"echo": echo})
+	r := openStream(t, dial(t, ts.addr, nil))
+	r.handshake()
+	r.batch(1, "echo", time.Time{}, []byte("aaaa"), []byte("bbbbbbbbbb"), []byte("c"))
+	a := r.ack()
+	f := a.GetFailures()
+	if a.GetBatchFailure() != nil || len(f) != 1 || f[0].GetIndex() != 1 ||
+		f[0].GetFailure().GetCode() != clusterv1.Code_CODE_RESOURCE_EXHAUSTED || !strings.Contains(f[0].GetFailure().GetReason(), "13 bytes") {
+		t.Fatalf("ack %v, want message 1 failed RESOURCE_EXHAUSTED naming its 13 bytes", a)
+	}
+	if rs := a.GetReplies(); len(rs) != 3 || string(rs[0]) != "re:aaaa" || len(rs[1]) != 0 || string(rs[2]) != "re:c" {
+		t.Fatalf("replies %q, want re:aaaa, none, re:c", rs)
+	}
+	r.batch(2, "echo", time.Time{}, []byte("d"))
+	if a := r.ack(); a.GetBatchId() != 2 || len(a.GetFailures()) != 0 || string(a.GetReplies()[0]) != "re:d" {
+		t.Fatalf("the next batch: %v", a)
+	}
+}
+
 // keyed is a listener that blocks each batch until its first message's key
 // is released.
 type keyed struct {

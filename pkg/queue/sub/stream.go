@@ -272,6 +272,25 @@ func (st *stream) handle(l queue.Listener, b *clusterv1.Batch, buf *frameBuf, de
 			}
 		}
 		ack.Replies = res.Replies
+		st.capReplies(ack)
+	}
+}
+
+// capReplies fails, in batch order, the messages whose reply would take
+// the ack's replies past MaxReplyBytes, and drops those replies.
+func (st *stream) capReplies(ack *clusterv1.Ack) {
+	total, limit := 0, st.s.cfg.MaxReplyBytes
+	for i, r := range ack.Replies {
+		if total+len(r) <= limit {
+			total += len(r)
+			continue
+		}
+		ack.Replies[i] = nil
+		ack.Failures = append(ack.Failures, &clusterv1.MessageFailure{
+			Index: uint32(i),
+			Failure: failure(clusterv1.Code_CODE_RESOURCE_EXHAUSTED, "reply of %d bytes: a batch's replies are bounded at %d bytes; ask for less",
+				len(r), limit),
+		})
 	}
 }
 

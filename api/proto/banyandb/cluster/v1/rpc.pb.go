@@ -42,6 +42,10 @@ const (
 	Code_CODE_INTERNAL Code = 5
 	// CODE_DEADLINE_EXCEEDED: the batch arrived after its deadline and was skipped.
 	Code_CODE_DEADLINE_EXCEEDED Code = 6
+	// CODE_RESOURCE_EXHAUSTED: the message's reply would take the ack past the
+	// subscriber's reply bound (sub.Config.MaxReplyBytes); not retried, the
+	// request must ask for less. Listeners' errors never map to it.
+	Code_CODE_RESOURCE_EXHAUSTED Code = 7
 )
 
 // Enum value maps for Code.
@@ -54,15 +58,17 @@ var (
 		4: "CODE_UNAVAILABLE",
 		5: "CODE_INTERNAL",
 		6: "CODE_DEADLINE_EXCEEDED",
+		7: "CODE_RESOURCE_EXHAUSTED",
 	}
 	Code_value = map[string]int32{
-		"CODE_UNSPECIFIED":       0,
-		"CODE_INVALID_ARGUMENT":  1,
-		"CODE_UNKNOWN_TOPIC":     2,
-		"CODE_TOO_LARGE":         3,
-		"CODE_UNAVAILABLE":       4,
-		"CODE_INTERNAL":          5,
-		"CODE_DEADLINE_EXCEEDED": 6,
+		"CODE_UNSPECIFIED":        0,
+		"CODE_INVALID_ARGUMENT":   1,
+		"CODE_UNKNOWN_TOPIC":      2,
+		"CODE_TOO_LARGE":          3,
+		"CODE_UNAVAILABLE":        4,
+		"CODE_INTERNAL":           5,
+		"CODE_DEADLINE_EXCEEDED":  6,
+		"CODE_RESOURCE_EXHAUSTED": 7,
 	}
 )
 
@@ -683,7 +689,7 @@ const file_banyandb_cluster_v1_rpc_proto_rawDesc = "" +
 	"\bbatch_id\x18\x01 \x01(\x04R\abatchId\x12A\n" +
 	"\rbatch_failure\x18\x02 \x01(\v2\x1c.banyandb.cluster.v1.FailureR\fbatchFailure\x12?\n" +
 	"\bfailures\x18\x03 \x03(\v2#.banyandb.cluster.v1.MessageFailureR\bfailures\x12\x18\n" +
-	"\areplies\x18\x04 \x03(\fR\areplies*\xa8\x01\n" +
+	"\areplies\x18\x04 \x03(\fR\areplies*\xc5\x01\n" +
 	"\x04Code\x12\x14\n" +
 	"\x10CODE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15CODE_INVALID_ARGUMENT\x10\x01\x12\x16\n" +
@@ -691,7 +697,8 @@ const file_banyandb_cluster_v1_rpc_proto_rawDesc = "" +
 	"\x0eCODE_TOO_LARGE\x10\x03\x12\x14\n" +
 	"\x10CODE_UNAVAILABLE\x10\x04\x12\x11\n" +
 	"\rCODE_INTERNAL\x10\x05\x12\x1a\n" +
-	"\x16CODE_DEADLINE_EXCEEDED\x10\x062e\n" +
+	"\x16CODE_DEADLINE_EXCEEDED\x10\x06\x12\x1b\n" +
+	"\x17CODE_RESOURCE_EXHAUSTED\x10\a2e\n" +
 	"\fQueueService\x12U\n" +
 	"\x06Stream\x12\".banyandb.cluster.v1.StreamRequest\x1a#.banyandb.cluster.v1.StreamResponse(\x010\x01B=Z;github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1b\x06proto3"
 
