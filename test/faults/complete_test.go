@@ -5,6 +5,8 @@ package faults
 import (
 	"context"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,4 +76,75 @@ func queryGroup(conn *grpc.ClientConn) error {
 		Projection: &modelv1.TagProjection{TagFamilies: []*modelv1.TagProjection_TagFamily{{Name: "searchable", Tags: []string{"service"}}}},
 	})
 	return err
+}
+
+// stormQueries run at once, each asking for the most a query may (100,000
+// results, no entity criteria: every node scans every series), while the
+// load writes.
+const (
+	stormQueries   = 8
+	stormWindow    = 5 * time.Second
+	stormRSSMax    = 256 << 20 // each process's peak VmRSS
+	stormMaxWindow = 100_000
+)
+
+// A storm of queries asking for the most they may runs for 5 s against a
+// loaded cluster: no write stream breaks (no write answered with an error
+// or left unanswered, nothing acknowledged lost), every process stays
+// within its memory bound and keeps serving.
+func TestQueryStormDuringLoad(t *testing.T) {
+	u := startUnderLoad(t)
+	nodes, lia, conn, ld := u.nodes, u.lia, u.conn, u.ld
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var answered, failed atomic.Int64
+	for range stormQueries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client := streamv1.NewStreamServiceClient(conn)
+			for ctx.Err() == nil {
+				qctx, qcancel := context.WithTimeout(ctx, opTimeout)
+				_, err := client.Query(qctx, &streamv1.QueryRequest{
+					Groups: []string{group}, Name: streamName, Limit: stormMaxWindow,
+					TimeRange: &modelv1.TimeRange{Begin: msTimestamp(0), End: msTimestamp(time.Now().Add(time.Hour).UnixMilli())},
+				})
+				qcancel()
+				if err == nil {
+					answered.Add(1)
+				} else if ctx.Err() == nil {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	pids := map[string]int{"liaison": lia.p.cmd.Process.Pid, nodes[0].name: nodes[0].p.cmd.Process.Pid, nodes[1].name: nodes[1].p.cmd.Process.Pid}
+	peak := map[string]int64{}
+	for from := time.Now(); time.Since(from) < stormWindow; time.Sleep(pollInterval) {
+		for name, pid := range pids {
+			if rss, err := rssBytes(pid); err == nil {
+				peak[name] = max(peak[name], rss)
+			}
+		}
+	}
+	cancel()
+	wg.Wait()
+	outs := ld.finish()
+	res := ld.verify(conn, outs)
+	t.Logf("query storm (%d at once, limit %d): %d answered, %d failed; peak RSS liaison %d MiB, %s %d MiB, %s %d MiB (bound %d MiB)",
+		stormQueries, stormMaxWindow, answered.Load(), failed.Load(), peak["liaison"]>>20, nodes[0].name, peak[nodes[0].name]>>20,
+		nodes[1].name, peak[nodes[1].name]>>20, stormRSSMax>>20)
+	t.Logf("writes during the storm: %s", res)
+	if answered.Load() == 0 {
+		t.Errorf("no storm query was answered: the storm proves nothing")
+	}
+	for name, rss := range peak {
+		if rss == 0 || rss > stormRSSMax {
+			t.Errorf("%s peak RSS %d bytes, want (0, %d]", name, rss, stormRSSMax)
+		}
+	}
+	if res.failed > 0 || res.unanswered > 0 {
+		t.Errorf("writes broke under the query storm: %d with an error status, %d unanswered", res.failed, res.unanswered)
+	}
+	checkNoLossNoDup(t, res)
 }
