@@ -293,14 +293,19 @@ func (c *cluster) dataNodeSpec(i int) *dataNode {
 // startDataNode (re)starts d and waits until its cluster port serves.
 func (c *cluster) startDataNode(d *dataNode) {
 	c.t.Helper()
-	d.p = c.start(d.name, c.bin, append([]string{"storage",
+	d.p = c.start(d.name, c.bin, c.dataNodeArgs(d)...)
+	c.waitReady(d.p, d.name, grpcServing(c.t, d.addr))
+}
+
+// dataNodeArgs is d's command line.
+func (c *cluster) dataNodeArgs(d *dataNode) []string {
+	return append([]string{"storage",
 		"--node-name", d.name,
 		"--grpc-addr", d.addr,
 		"--http-addr", "",
 		"--data-path", d.dir,
 		"--etcd-endpoints", c.etcd,
-		"--node-lease-ttl", "2s"}, d.args...)...)
-	c.waitReady(d.p, d.name, grpcServing(c.t, d.addr))
+		"--node-lease-ttl", "2s"}, d.args...)
 }
 
 // liaison is a liaison's client address and flags, kept across restarts.
