@@ -63,7 +63,7 @@ func referenceStream(cache *layouts, primer *commonv1.Metadata, raw []byte) refe
 	}
 	payload, err := proto.Marshal(&clusterv1.StreamWrite{
 		Group: l.group, Name: l.name, ShardId: prep.shard, SeriesKey: prep.seriesKey,
-		Element: el, SchemaModRevision: l.modRevision,
+		Element: el, SchemaModRevision: l.modRevision, Version: testNow().UnixNano(),
 	})
 	if err != nil {
 		ref.status = modelv1.Status_STATUS_INTERNAL_ERROR

@@ -2,6 +2,7 @@ package liaison
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -9,10 +10,13 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	"github.com/banyand-io/banyand/pkg/queue"
 	"github.com/banyand-io/banyand/pkg/route"
 )
 
@@ -88,5 +92,53 @@ func TestQueryFailsWithoutAHolder(t *testing.T) {
 	}
 	if partial.n.Load() != 1 {
 		t.Fatalf("partial answers counted %d, want 1", partial.n.Load())
+	}
+}
+
+// replyingQueue answers every broadcast with fixed node replies.
+type replyingQueue struct {
+	*fakeQueue
+	replies []queue.Reply
+}
+
+func (q *replyingQueue) Broadcast(context.Context, queue.Topic, string, []byte) ([]queue.Reply, error) {
+	return q.replies, nil
+}
+
+// TestStreamQueryKeepsTheLaterCopy: of one element (group, series,
+// timestamp, id) that two nodes answer in two versions, the query returns
+// the higher version once; elements of other series or ids stay apart.
+func TestStreamQueryKeepsTheLaterCopy(t *testing.T) {
+	ts := timestamppb.New(time.Unix(100, 0))
+	el := func(id, v string) *streamv1.Element {
+		return &streamv1.Element{ElementId: id, Timestamp: ts, TagFamilies: []*modelv1.TagFamily{
+			{Name: "base", Tags: []*modelv1.Tag{{Key: "str", Value: vStr(v)}}}}}
+	}
+	reply := func(node string, res *clusterv1.StreamQueryResult) queue.Reply {
+		b, err := proto.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return queue.Reply{Node: node, Payload: b}
+	}
+	q := &replyingQueue{fakeQueue: &fakeQueue{}, replies: []queue.Reply{
+		reply("a", &clusterv1.StreamQueryResult{Elements: []*streamv1.Element{el("x", "old"), el("y", "only")},
+			SeriesKeys: [][]byte{[]byte("s1"), []byte("s1")}, Versions: []int64{5, 5}}),
+		reply("b", &clusterv1.StreamQueryResult{Elements: []*streamv1.Element{el("x", "new"), el("x", "other series")},
+			SeriesKeys: [][]byte{[]byte("s1"), []byte("s2")}, Versions: []int64{9, 1}}),
+	}}
+	svc := NewServices(WriteConfig{}, Deps{Logger: discardLogger, Schema: newTestSchema(t), Queue: q, Now: testNow})
+	resp, err := svc.Stream.Query(context.Background(), &streamv1.QueryRequest{Groups: []string{testGroup}, Name: "s",
+		TimeRange: &modelv1.TimeRange{Begin: ts, End: ts}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range resp.GetElements() {
+		got = append(got, e.GetElementId()+"="+e.GetTagFamilies()[0].GetTags()[0].GetValue().GetStr().GetValue())
+	}
+	slices.Sort(got)
+	if want := []string{"x=new", "x=other series", "y=only"}; !slices.Equal(got, want) {
+		t.Fatalf("elements %v, want %v", got, want)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -134,12 +133,20 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 	}
 	snap := s.schema.snapshot()
 	type keyed struct {
-		key uint64
-		ts  int64
-		el  *streamv1.Element
+		ts      int64
+		version int64
+		el      *streamv1.Element
 	}
+	// An element is identified by its group, series, timestamp and id. A
+	// replica or a redelivered write shows up once per copy, and an element
+	// re-placed on another node while its own was away may be on two nodes
+	// in two versions: the highest version (the later write) is the one.
+	type elementKey struct {
+		group, series, id string
+		ts                int64
+	}
+	latest := map[elementKey]int{} // index into all
 	var all []keyed
-	seen := map[uint64]bool{}
 	for _, g := range req.GetGroups() {
 		l := snap.streams[nameKey{Group: g, Name: req.GetName()}]
 		if l == nil {
@@ -156,20 +163,25 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 			return nil, err
 		}
 		for _, r := range replies {
-			var resp streamv1.QueryResponse
-			if err := proto.Unmarshal(r, &resp); err != nil {
+			var res clusterv1.StreamQueryResult
+			if err := proto.Unmarshal(r, &res); err != nil {
 				return nil, status.Errorf(codes.Internal, "decode a data node's answer: %v", err)
 			}
-			for _, el := range resp.GetElements() {
-				// A replica or a redelivered write shows up once per copy;
-				// identical elements are one element.
-				b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(el)
-				k := xxhash.Sum64(append(b, g...))
-				if seen[k] {
+			els, keys, versions := res.GetElements(), res.GetSeriesKeys(), res.GetVersions()
+			if len(keys) != len(els) || len(versions) != len(els) {
+				return nil, status.Errorf(codes.Internal, "a data node's answer has %d elements, %d series keys and %d versions", len(els), len(keys), len(versions))
+			}
+			for i, el := range els {
+				ts := el.GetTimestamp().AsTime().UnixNano()
+				k := elementKey{group: g, series: string(keys[i]), id: el.GetElementId(), ts: ts}
+				if j, ok := latest[k]; ok {
+					if versions[i] > all[j].version {
+						all[j] = keyed{ts: ts, version: versions[i], el: el}
+					}
 					continue
 				}
-				seen[k] = true
-				all = append(all, keyed{key: k, ts: el.GetTimestamp().AsTime().UnixNano(), el: el})
+				latest[k] = len(all)
+				all = append(all, keyed{ts: ts, version: versions[i], el: el})
 			}
 		}
 	}

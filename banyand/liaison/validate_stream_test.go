@@ -233,7 +233,7 @@ func TestStreamWriteValidation(t *testing.T) {
 			shard, _ := route.ShardID(key, testShards)
 			wantWrite := &clusterv1.StreamWrite{
 				Group: testGroup, Name: tc.md.GetName(), ShardId: shard, SeriesKey: key,
-				Element: want, SchemaModRevision: l.modRevision,
+				Element: want, SchemaModRevision: l.modRevision, Version: testNow().UnixNano(),
 			}
 			if len(res.msgs) != 1 {
 				t.Fatalf("%d messages published, want 1", len(res.msgs))

@@ -242,7 +242,13 @@ func (s *writeStream) handle(ctx context.Context, r *request, pub queue.BatchPub
 	if n := wire.ClusterWriteSize(l.group, l.name, prep.seriesKey, value); cap(*buf) < n {
 		*buf = make([]byte, 0, n)
 	}
-	*buf = wire.AppendClusterWrite((*buf)[:0], l.group, l.name, prep.shard, prep.seriesKey, value, l.modRevision)
+	var version int64
+	if !s.m.versioned {
+		// A stream element's copies on different nodes are ordered by the
+		// time this liaison took them (measures carry their own version).
+		version = s.w.now().UnixNano()
+	}
+	*buf = wire.AppendClusterWrite((*buf)[:0], l.group, l.name, prep.shard, prep.seriesKey, value, l.modRevision, version)
 	p.payload = buf
 	f, err := pub.Publish(ctx, s.m.topic, queue.Message{Group: l.group, Shard: prep.shard, Payload: *buf})
 	if err != nil {

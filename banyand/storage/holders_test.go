@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -71,4 +72,52 @@ func TestWritesRecordTheirHolderFirst(t *testing.T) {
 	if n := len(resp.GetElements()); n != 4 {
 		t.Fatalf("%d elements stored, want the 4 whose holder was recorded", n)
 	}
+}
+
+// TestStreamElementsKeepTheirVersion: a stream write's version (the
+// liaison's) is stored with the element and answered with its series key,
+// through a flush too; the later of two writes of one element on one node
+// wins whatever their versions.
+func TestStreamElementsKeepTheirVersion(t *testing.T) {
+	s := openStore(t, t.TempDir(), nil)
+	base := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	e := elem{service: "svc", instance: "i", id: "x", ts: base, code: 1}
+	msg := func(version int64, code int64) []byte {
+		e.code = code
+		b, err := proto.Marshal(&clusterv1.StreamWrite{Group: testGroup, Name: testStream, Version: version,
+			SeriesKey: streamSeriesKey(t, e.service, e.instance), Element: e.value()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	q := streamQuery(&streamv1.QueryRequest{Name: testStream, TimeRange: timeRange(base, base.Add(time.Minute)), Limit: 10, Projection: allStreamTags()})
+	check := func(wantVersion, wantCode int64) {
+		t.Helper()
+		res, err := s.QueryStreamResult(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.GetElements()) != 1 || res.GetVersions()[0] != wantVersion ||
+			!bytes.Equal(res.GetSeriesKeys()[0], streamSeriesKey(t, e.service, e.instance)) ||
+			res.GetElements()[0].GetTagFamilies()[1].GetTags()[0].GetValue().GetInt().GetValue() != wantCode {
+			t.Fatalf("result %v, want one element of version %d and code %d", res, wantVersion, wantCode)
+		}
+	}
+	if errs := s.WriteStream(context.Background(), [][]byte{msg(42, 1)}); errs != nil {
+		t.Fatal(errs)
+	}
+	check(42, 1)
+	if errs := s.WriteStream(context.Background(), [][]byte{msg(7, 2)}); errs != nil {
+		t.Fatal(errs)
+	}
+	check(7, 2) // on one node the later write wins
+	db, err := s.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	check(7, 2)
 }

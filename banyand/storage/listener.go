@@ -52,7 +52,7 @@ func (s *Store) handleStreamQuery(ctx context.Context, b queue.Batch) queue.Resu
 		if err := proto.Unmarshal(m, &q); err != nil {
 			return nil, fmt.Errorf("%w: stream query does not decode: %w", queue.ErrInvalidMessage, err)
 		}
-		return s.QueryStream(ctx, &q)
+		return s.QueryStreamResult(ctx, &q)
 	})
 }
 

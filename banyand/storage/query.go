@@ -102,12 +102,13 @@ func queryNanos(ts *timestamppb.Timestamp) int64 {
 
 // hit is a record kept for the response. Its slices are copies.
 type hit struct {
-	ts      int64
-	group   string
-	hash    uint64
-	eid     []byte
-	version int64
-	payload []byte
+	ts        int64
+	group     string
+	hash      uint64
+	eid       []byte
+	version   int64
+	seriesKey []byte // streams: the liaison tells copies of one element apart by it
+	payload   []byte
 }
 
 // compareHits orders by time, then group, series and element id, so equal
@@ -217,10 +218,14 @@ func (s *Store) run(ctx context.Context, p *plan) ([]*hit, error) {
 							return err
 						}
 					}
-					top.add(&hit{
+					h := &hit{
 						ts: it.Timestamp, group: group, hash: it.SeriesHash,
 						eid: bytes.Clone(it.ElementID), version: it.Version, payload: bytes.Clone(it.Payload),
-					})
+					}
+					if p.kind == tsdb.KindStream {
+						h.seriesKey = bytes.Clone(it.SeriesKey)
+					}
+					top.add(h)
 					return nil
 				})
 			if err != nil {

@@ -32,12 +32,23 @@ func (s *Store) QueryStream(ctx context.Context, q *clusterv1.StreamQuery) (*str
 	return s.queryStream(ctx, q, false)
 }
 
-func (s *Store) queryStream(ctx context.Context, q *clusterv1.StreamQuery, forceScan bool) (*streamv1.QueryResponse, error) {
-	resp, err := s.doQueryStream(ctx, q, forceScan)
-	return resp, queryError(err)
+// QueryStreamResult is QueryStream with each element's series key and
+// version: the answer a data node sends the liaison, which keeps of one
+// element several nodes hold the highest version.
+func (s *Store) QueryStreamResult(ctx context.Context, q *clusterv1.StreamQuery) (*clusterv1.StreamQueryResult, error) {
+	res, err := s.doQueryStream(ctx, q, false)
+	return res, queryError(err)
 }
 
-func (s *Store) doQueryStream(ctx context.Context, q *clusterv1.StreamQuery, forceScan bool) (*streamv1.QueryResponse, error) {
+func (s *Store) queryStream(ctx context.Context, q *clusterv1.StreamQuery, forceScan bool) (*streamv1.QueryResponse, error) {
+	res, err := s.doQueryStream(ctx, q, forceScan)
+	if err != nil {
+		return nil, queryError(err)
+	}
+	return &streamv1.QueryResponse{Elements: res.GetElements()}, nil
+}
+
+func (s *Store) doQueryStream(ctx context.Context, q *clusterv1.StreamQuery, forceScan bool) (*clusterv1.StreamQueryResult, error) {
 	req, def := q.GetRequest(), q.GetSchema()
 	if req == nil || def == nil {
 		return nil, fmt.Errorf("%w: stream query needs a request and a schema", errInvalidQuery)
@@ -73,19 +84,25 @@ func (s *Store) doQueryStream(ctx context.Context, q *clusterv1.StreamQuery, for
 	if err != nil {
 		return nil, err
 	}
-	resp := &streamv1.QueryResponse{Elements: make([]*streamv1.Element, 0, len(hits))}
+	res := &clusterv1.StreamQueryResult{
+		Elements:   make([]*streamv1.Element, 0, len(hits)),
+		SeriesKeys: make([][]byte, 0, len(hits)),
+		Versions:   make([]int64, 0, len(hits)),
+	}
 	for _, h := range hits {
 		var ev streamv1.ElementValue
 		if err := proto.Unmarshal(h.payload, &ev); err != nil {
 			return nil, fmt.Errorf("storage: stored element does not decode: %w", err)
 		}
-		resp.Elements = append(resp.Elements, &streamv1.Element{
+		res.Elements = append(res.Elements, &streamv1.Element{
 			ElementId:   string(h.eid),
 			Timestamp:   timestampOf(ev.GetTimestamp(), h.ts),
 			TagFamilies: proj.project(ev.GetTagFamilies()),
 		})
+		res.SeriesKeys = append(res.SeriesKeys, h.seriesKey)
+		res.Versions = append(res.Versions, h.version)
 	}
-	return resp, nil
+	return res, nil
 }
 
 // QueryMeasure is QueryStream for measures (limit 0 means

@@ -364,9 +364,10 @@ func TestListeners(t *testing.T) {
 	if len(res.Replies) != 3 || len(res.Errs) != 3 || res.Errs[0] != nil || res.Errs[1] == nil || res.Errs[2] == nil {
 		t.Fatalf("stream query result: %d replies, errs %v", len(res.Replies), res.Errs)
 	}
-	var sr streamv1.QueryResponse
-	if err := proto.Unmarshal(res.Replies[0], &sr); err != nil || len(sr.GetElements()) != 1 {
-		t.Fatalf("stream reply: %v, %d elements", err, len(sr.GetElements()))
+	var sr clusterv1.StreamQueryResult
+	if err := proto.Unmarshal(res.Replies[0], &sr); err != nil || len(sr.GetElements()) != 1 || len(sr.GetSeriesKeys()) != 1 || len(sr.GetVersions()) != 1 ||
+		len(sr.GetSeriesKeys()[0]) == 0 {
+		t.Fatalf("stream reply: %v, %d elements, %d series keys, %d versions", err, len(sr.GetElements()), len(sr.GetSeriesKeys()), len(sr.GetVersions()))
 	}
 	if !strings.Contains(res.Errs[1].Error(), "time range") {
 		t.Errorf("missing time range error does not say so: %v", res.Errs[1])

@@ -161,7 +161,7 @@ func (d *decoder) decode(m []byte) (tsdb.Write, error) {
 	}
 	p := &cw.Point
 	if d.kind == tsdb.KindStream {
-		w.ElementID = string(p.ElementID)
+		w.ElementID, w.Version = string(p.ElementID), cw.Version
 	} else {
 		w.Version = p.Version
 	}

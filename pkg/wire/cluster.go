@@ -14,6 +14,8 @@ type ClusterWrite struct {
 	Value    []byte
 	Point    Point
 	Revision int64
+	// Version is a StreamWrite's version (field 7; MeasureWrite has none).
+	Version int64
 	// Merged: a singular field occurs more than once, here or in Point.
 	Merged bool
 }
@@ -52,6 +54,8 @@ func parseClusterWrite(b []byte, w *ClusterWrite, parseValue func([]byte, *Point
 			w.Shard = uint32(f.x)
 		case f.typ == protowire.VarintType && f.num == 6:
 			w.Revision = int64(f.x)
+		case f.typ == protowire.VarintType && f.num == 7:
+			w.Version = int64(f.x)
 		case f.typ != protowire.BytesType:
 		case f.num == 1 || f.num == 2:
 			if err := checkUTF8(f.v, "group or name"); err != nil {
@@ -78,14 +82,15 @@ func parseClusterWrite(b []byte, w *ClusterWrite, parseValue func([]byte, *Point
 
 // ClusterWriteSize bounds AppendClusterWrite's output.
 func ClusterWriteSize(group, name string, seriesKey, value []byte) int {
-	return len(group) + len(name) + len(seriesKey) + len(value) + 6*protowire.SizeVarint(1<<63)
+	return len(group) + len(name) + len(seriesKey) + len(value) + 7*protowire.SizeVarint(1<<63)
 }
 
 // AppendClusterWrite appends a cluster.v1.StreamWrite or MeasureWrite
 // around value, the encoded ElementValue or DataPointValue, as
 // proto.Marshal encodes the struct: fields in number order, zero scalars
-// left out, the value always present.
-func AppendClusterWrite(b []byte, group, name string, shard uint32, seriesKey, value []byte, rev int64) []byte {
+// left out, the value always present. version is a StreamWrite's; a
+// MeasureWrite's is 0 (its version is in the data point).
+func AppendClusterWrite(b []byte, group, name string, shard uint32, seriesKey, value []byte, rev, version int64) []byte {
 	if group != "" {
 		b = protowire.AppendTag(b, 1, protowire.BytesType)
 		b = protowire.AppendString(b, group)
@@ -107,6 +112,10 @@ func AppendClusterWrite(b []byte, group, name string, shard uint32, seriesKey, v
 	if rev != 0 {
 		b = protowire.AppendTag(b, 6, protowire.VarintType)
 		b = protowire.AppendVarint(b, uint64(rev))
+	}
+	if version != 0 {
+		b = protowire.AppendTag(b, 7, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(version))
 	}
 	return b
 }

@@ -408,6 +408,9 @@ func checkClusterWrite(t testing.TB, b []byte, stream bool) {
 	if stream {
 		agree(t, b, new(clusterv1.StreamWrite), run, func(m *clusterv1.StreamWrite) {
 			check(m.GetGroup(), m.GetName(), m.GetShardId(), m.GetSeriesKey(), m.GetSchemaModRevision(), m.GetElement())
+			if w.Version != m.GetVersion() {
+				t.Fatalf("%x: parsed version %d, want %d", b, w.Version, m.GetVersion())
+			}
 		})
 		return
 	}
@@ -512,10 +515,10 @@ func TestWriteResponseRoundTrip(t *testing.T) {
 func TestAppendClusterWriteMatchesProtoMarshal(t *testing.T) {
 	value := mustMarshal(t, seedElement())
 	for _, tc := range []*clusterv1.StreamWrite{
-		{Group: "g", Name: "n", ShardId: 3, SeriesKey: []byte{1}, SchemaModRevision: 9},
+		{Group: "g", Name: "n", ShardId: 3, SeriesKey: []byte{1}, SchemaModRevision: 9, Version: 1 << 60},
 		{},
 	} {
-		b := AppendClusterWrite(nil, tc.Group, tc.Name, tc.ShardId, tc.SeriesKey, value, tc.SchemaModRevision)
+		b := AppendClusterWrite(nil, tc.Group, tc.Name, tc.ShardId, tc.SeriesKey, value, tc.SchemaModRevision, tc.Version)
 		if len(b) > ClusterWriteSize(tc.Group, tc.Name, tc.SeriesKey, value) {
 			t.Errorf("%d bytes, over ClusterWriteSize", len(b))
 		}

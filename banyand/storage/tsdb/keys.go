@@ -128,10 +128,23 @@ func prefixEnd(p []byte) []byte {
 // Values:
 //
 //	stream  = format:1 lp(series key) marshalled ElementValue
+//	        | format:2 be64s(version) lp(series key) marshalled ElementValue
 //	measure = format:1 be64s(version) lp(series key) marshalled DataPointValue
+//
+// A stream element written with a version (the liaison's, which orders
+// copies on different nodes) is stored in format 2; one without, and every
+// element stored before versions existed, in format 1 (version 0).
 
-func appendStreamValue(dst, seriesKey, payload []byte) []byte {
-	dst = append(dst, valueFormat)
+// streamVersionedFormat is the format of a stream element with a version.
+const streamVersionedFormat byte = 2
+
+func appendStreamValue(dst []byte, version int64, seriesKey, payload []byte) []byte {
+	if version == 0 {
+		dst = append(dst, valueFormat)
+	} else {
+		dst = append(dst, streamVersionedFormat)
+		dst = appendInt64(dst, version)
+	}
 	dst = binary.AppendUvarint(dst, uint64(len(seriesKey)))
 	dst = append(dst, seriesKey...)
 	return append(dst, payload...)
@@ -145,12 +158,18 @@ func appendMeasureValue(dst []byte, version int64, seriesKey, payload []byte) []
 	return append(dst, payload...)
 }
 
-// parseStreamValue returns the series key and payload of a stored element.
-func parseStreamValue(v []byte) (seriesKey, payload []byte, err error) {
-	if len(v) < 1 || v[0] != valueFormat {
-		return nil, nil, errMalformed
+// parseStreamValue returns the version (0 when it has none), series key
+// and payload of a stored element.
+func parseStreamValue(v []byte) (version int64, seriesKey, payload []byte, err error) {
+	switch {
+	case len(v) >= 1 && v[0] == valueFormat:
+		seriesKey, payload, err = splitLP(v[1:])
+		return 0, seriesKey, payload, err
+	case len(v) >= 9 && v[0] == streamVersionedFormat:
+		seriesKey, payload, err = splitLP(v[9:])
+		return readInt64(v[1:9]), seriesKey, payload, err
 	}
-	return splitLP(v[1:])
+	return 0, nil, nil, errMalformed
 }
 
 // measureVersion reads the version of a stored data point without parsing

@@ -16,7 +16,7 @@ type Item struct {
 	SeriesKey  []byte
 	Timestamp  int64
 	ElementID  []byte // streams only
-	Version    int64  // measures only
+	Version    int64  // a measure's; a stream element's when written with one, else 0
 	Payload    []byte // the marshalled ElementValue or DataPointValue
 
 	key []byte // the key past the series hash, for merging with the buffers
@@ -166,7 +166,7 @@ func (m *bufferMerge) emit(r *bufRecord) error {
 	m.item = Item{SeriesHash: r.hash, Timestamp: readInt64(r.suffix), ElementID: r.suffix[8:]}
 	var err error
 	if m.kind == KindStream {
-		m.item.SeriesKey, m.item.Payload, err = parseStreamValue(r.value)
+		m.item.Version, m.item.SeriesKey, m.item.Payload, err = parseStreamValue(r.value)
 	} else {
 		m.item.Version, m.item.SeriesKey, m.item.Payload, err = parseMeasureValue(r.value)
 	}
@@ -214,7 +214,7 @@ func (db *DB) scan(ctx context.Context, it *pebble.Iterator, prefix []byte, s Sc
 		}
 		item = Item{SeriesHash: hash, Timestamp: ts, ElementID: eid, key: k[len(prefix)+8:]}
 		if kind == KindStream {
-			item.SeriesKey, item.Payload, err = parseStreamValue(v)
+			item.Version, item.SeriesKey, item.Payload, err = parseStreamValue(v)
 		} else {
 			item.Version, item.SeriesKey, item.Payload, err = parseMeasureValue(v)
 		}

@@ -22,7 +22,9 @@ type Write struct {
 	// timestamp. Ignored for measures.
 	ElementID string
 	// Version orders writes of the same measure data point: the highest
-	// wins, and a later write wins a tie. Ignored for streams.
+	// wins, and a later write wins a tie. A stream element's is stored and
+	// returned (it orders copies on different nodes); on one node the
+	// later write of an element wins.
 	Version int64
 	// Value is the marshalled ElementValue or DataPointValue, stored as is.
 	Value []byte
@@ -143,7 +145,7 @@ func (db *DB) appendWriteRecord(rec []byte, ws []Write) []byte {
 		key = namePrefix(key[:0], w.Kind, w.Group, seg.Start, w.Name)
 		key = binary.BigEndian.AppendUint64(key, SeriesHash(w.SeriesKey))
 		if w.Kind == KindStream {
-			hdr = appendStreamValue(hdr[:0], w.SeriesKey, nil)
+			hdr = appendStreamValue(hdr[:0], w.Version, w.SeriesKey, nil)
 		} else {
 			hdr = appendMeasureValue(hdr[:0], w.Version, w.SeriesKey, nil)
 		}

@@ -75,7 +75,7 @@ func BenchmarkWritePath(b *testing.B) {
 			for i := range batch {
 				w := &batch[i]
 				key = dataKey(namePrefix(key[:0], w.Kind, w.Group, 0, w.Name), SeriesHash(w.SeriesKey), w.Timestamp, w.ElementID)
-				hdr = append(appendStreamValue(hdr[:0], w.SeriesKey, nil), w.Value...)
+				hdr = append(appendStreamValue(hdr[:0], w.Version, w.SeriesKey, nil), w.Value...)
 				if err := pb.Set(key, hdr, nil); err != nil {
 					b.Fatal(err)
 				}

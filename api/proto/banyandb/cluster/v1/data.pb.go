@@ -42,8 +42,12 @@ type StreamWrite struct {
 	// schema_mod_revision is the stream schema's revision the write was
 	// validated against.
 	SchemaModRevision int64 `protobuf:"varint,6,opt,name=schema_mod_revision,json=schemaModRevision,proto3" json:"schema_mod_revision,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// version orders writes of one element (series, timestamp, element id)
+	// that different data nodes hold: the liaison's clock reading (Unix ns)
+	// when it took the write; of two copies a query keeps the higher.
+	Version       int64 `protobuf:"varint,7,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StreamWrite) Reset() {
@@ -114,6 +118,13 @@ func (x *StreamWrite) GetElement() *v1.ElementValue {
 func (x *StreamWrite) GetSchemaModRevision() int64 {
 	if x != nil {
 		return x.SchemaModRevision
+	}
+	return 0
+}
+
+func (x *StreamWrite) GetVersion() int64 {
+	if x != nil {
+		return x.Version
 	}
 	return 0
 }
@@ -205,7 +216,7 @@ func (x *MeasureWrite) GetSchemaModRevision() int64 {
 
 // StreamQuery asks a data node for its matching elements, topic
 // "stream-query". The schema travels with the query so data nodes stay
-// schema-free. The reply is a banyandb.stream.v1.QueryResponse holding at
+// schema-free. The reply is a StreamQueryResult holding at
 // most offset+limit elements in the requested order.
 type StreamQuery struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -259,6 +270,69 @@ func (x *StreamQuery) GetSchema() *v12.Stream {
 	return nil
 }
 
+// StreamQueryResult is a data node's answer to a StreamQuery: the elements,
+// and for each its series key and version (StreamWrite.version), so that
+// the liaison keeps, of one element several nodes hold, the later write.
+type StreamQueryResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Elements      []*v1.Element          `protobuf:"bytes,1,rep,name=elements,proto3" json:"elements,omitempty"`
+	SeriesKeys    [][]byte               `protobuf:"bytes,2,rep,name=series_keys,json=seriesKeys,proto3" json:"series_keys,omitempty"`
+	Versions      []int64                `protobuf:"varint,3,rep,packed,name=versions,proto3" json:"versions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamQueryResult) Reset() {
+	*x = StreamQueryResult{}
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamQueryResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamQueryResult) ProtoMessage() {}
+
+func (x *StreamQueryResult) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamQueryResult.ProtoReflect.Descriptor instead.
+func (*StreamQueryResult) Descriptor() ([]byte, []int) {
+	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *StreamQueryResult) GetElements() []*v1.Element {
+	if x != nil {
+		return x.Elements
+	}
+	return nil
+}
+
+func (x *StreamQueryResult) GetSeriesKeys() [][]byte {
+	if x != nil {
+		return x.SeriesKeys
+	}
+	return nil
+}
+
+func (x *StreamQueryResult) GetVersions() []int64 {
+	if x != nil {
+		return x.Versions
+	}
+	return nil
+}
+
 // MeasureQuery is StreamQuery for measures, topic "measure-query"; the reply
 // is a banyandb.measure.v1.QueryResponse.
 type MeasureQuery struct {
@@ -271,7 +345,7 @@ type MeasureQuery struct {
 
 func (x *MeasureQuery) Reset() {
 	*x = MeasureQuery{}
-	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[3]
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -283,7 +357,7 @@ func (x *MeasureQuery) String() string {
 func (*MeasureQuery) ProtoMessage() {}
 
 func (x *MeasureQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[3]
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -296,7 +370,7 @@ func (x *MeasureQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MeasureQuery.ProtoReflect.Descriptor instead.
 func (*MeasureQuery) Descriptor() ([]byte, []int) {
-	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{3}
+	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *MeasureQuery) GetRequest() *v11.QueryRequest {
@@ -317,7 +391,7 @@ var File_banyandb_cluster_v1_data_proto protoreflect.FileDescriptor
 
 const file_banyandb_cluster_v1_data_proto_rawDesc = "" +
 	"\n" +
-	"\x1ebanyandb/cluster/v1/data.proto\x12\x13banyandb.cluster.v1\x1a!banyandb/database/v1/schema.proto\x1a\x1fbanyandb/measure/v1/query.proto\x1a\x1fbanyandb/measure/v1/write.proto\x1a\x1ebanyandb/stream/v1/query.proto\x1a\x1ebanyandb/stream/v1/write.proto\"\xdd\x01\n" +
+	"\x1ebanyandb/cluster/v1/data.proto\x12\x13banyandb.cluster.v1\x1a!banyandb/database/v1/schema.proto\x1a\x1fbanyandb/measure/v1/query.proto\x1a\x1fbanyandb/measure/v1/write.proto\x1a\x1ebanyandb/stream/v1/query.proto\x1a\x1ebanyandb/stream/v1/write.proto\"\xf7\x01\n" +
 	"\vStreamWrite\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x19\n" +
@@ -325,7 +399,8 @@ const file_banyandb_cluster_v1_data_proto_rawDesc = "" +
 	"\n" +
 	"series_key\x18\x04 \x01(\fR\tseriesKey\x12:\n" +
 	"\aelement\x18\x05 \x01(\v2 .banyandb.stream.v1.ElementValueR\aelement\x12.\n" +
-	"\x13schema_mod_revision\x18\x06 \x01(\x03R\x11schemaModRevision\"\xe6\x01\n" +
+	"\x13schema_mod_revision\x18\x06 \x01(\x03R\x11schemaModRevision\x12\x18\n" +
+	"\aversion\x18\a \x01(\x03R\aversion\"\xe6\x01\n" +
 	"\fMeasureWrite\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x19\n" +
@@ -337,7 +412,12 @@ const file_banyandb_cluster_v1_data_proto_rawDesc = "" +
 	"\x13schema_mod_revision\x18\x06 \x01(\x03R\x11schemaModRevision\"\x7f\n" +
 	"\vStreamQuery\x12:\n" +
 	"\arequest\x18\x01 \x01(\v2 .banyandb.stream.v1.QueryRequestR\arequest\x124\n" +
-	"\x06schema\x18\x02 \x01(\v2\x1c.banyandb.database.v1.StreamR\x06schema\"\x82\x01\n" +
+	"\x06schema\x18\x02 \x01(\v2\x1c.banyandb.database.v1.StreamR\x06schema\"\x89\x01\n" +
+	"\x11StreamQueryResult\x127\n" +
+	"\belements\x18\x01 \x03(\v2\x1b.banyandb.stream.v1.ElementR\belements\x12\x1f\n" +
+	"\vseries_keys\x18\x02 \x03(\fR\n" +
+	"seriesKeys\x12\x1a\n" +
+	"\bversions\x18\x03 \x03(\x03R\bversions\"\x82\x01\n" +
 	"\fMeasureQuery\x12;\n" +
 	"\arequest\x18\x01 \x01(\v2!.banyandb.measure.v1.QueryRequestR\arequest\x125\n" +
 	"\x06schema\x18\x02 \x01(\v2\x1d.banyandb.database.v1.MeasureR\x06schemaB=Z;github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1b\x06proto3"
@@ -354,31 +434,34 @@ func file_banyandb_cluster_v1_data_proto_rawDescGZIP() []byte {
 	return file_banyandb_cluster_v1_data_proto_rawDescData
 }
 
-var file_banyandb_cluster_v1_data_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_banyandb_cluster_v1_data_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_banyandb_cluster_v1_data_proto_goTypes = []any{
 	(*StreamWrite)(nil),        // 0: banyandb.cluster.v1.StreamWrite
 	(*MeasureWrite)(nil),       // 1: banyandb.cluster.v1.MeasureWrite
 	(*StreamQuery)(nil),        // 2: banyandb.cluster.v1.StreamQuery
-	(*MeasureQuery)(nil),       // 3: banyandb.cluster.v1.MeasureQuery
-	(*v1.ElementValue)(nil),    // 4: banyandb.stream.v1.ElementValue
-	(*v11.DataPointValue)(nil), // 5: banyandb.measure.v1.DataPointValue
-	(*v1.QueryRequest)(nil),    // 6: banyandb.stream.v1.QueryRequest
-	(*v12.Stream)(nil),         // 7: banyandb.database.v1.Stream
-	(*v11.QueryRequest)(nil),   // 8: banyandb.measure.v1.QueryRequest
-	(*v12.Measure)(nil),        // 9: banyandb.database.v1.Measure
+	(*StreamQueryResult)(nil),  // 3: banyandb.cluster.v1.StreamQueryResult
+	(*MeasureQuery)(nil),       // 4: banyandb.cluster.v1.MeasureQuery
+	(*v1.ElementValue)(nil),    // 5: banyandb.stream.v1.ElementValue
+	(*v11.DataPointValue)(nil), // 6: banyandb.measure.v1.DataPointValue
+	(*v1.QueryRequest)(nil),    // 7: banyandb.stream.v1.QueryRequest
+	(*v12.Stream)(nil),         // 8: banyandb.database.v1.Stream
+	(*v1.Element)(nil),         // 9: banyandb.stream.v1.Element
+	(*v11.QueryRequest)(nil),   // 10: banyandb.measure.v1.QueryRequest
+	(*v12.Measure)(nil),        // 11: banyandb.database.v1.Measure
 }
 var file_banyandb_cluster_v1_data_proto_depIdxs = []int32{
-	4, // 0: banyandb.cluster.v1.StreamWrite.element:type_name -> banyandb.stream.v1.ElementValue
-	5, // 1: banyandb.cluster.v1.MeasureWrite.data_point:type_name -> banyandb.measure.v1.DataPointValue
-	6, // 2: banyandb.cluster.v1.StreamQuery.request:type_name -> banyandb.stream.v1.QueryRequest
-	7, // 3: banyandb.cluster.v1.StreamQuery.schema:type_name -> banyandb.database.v1.Stream
-	8, // 4: banyandb.cluster.v1.MeasureQuery.request:type_name -> banyandb.measure.v1.QueryRequest
-	9, // 5: banyandb.cluster.v1.MeasureQuery.schema:type_name -> banyandb.database.v1.Measure
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	5,  // 0: banyandb.cluster.v1.StreamWrite.element:type_name -> banyandb.stream.v1.ElementValue
+	6,  // 1: banyandb.cluster.v1.MeasureWrite.data_point:type_name -> banyandb.measure.v1.DataPointValue
+	7,  // 2: banyandb.cluster.v1.StreamQuery.request:type_name -> banyandb.stream.v1.QueryRequest
+	8,  // 3: banyandb.cluster.v1.StreamQuery.schema:type_name -> banyandb.database.v1.Stream
+	9,  // 4: banyandb.cluster.v1.StreamQueryResult.elements:type_name -> banyandb.stream.v1.Element
+	10, // 5: banyandb.cluster.v1.MeasureQuery.request:type_name -> banyandb.measure.v1.QueryRequest
+	11, // 6: banyandb.cluster.v1.MeasureQuery.schema:type_name -> banyandb.database.v1.Measure
+	7,  // [7:7] is the sub-list for method output_type
+	7,  // [7:7] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_banyandb_cluster_v1_data_proto_init() }
@@ -392,7 +475,7 @@ func file_banyandb_cluster_v1_data_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_banyandb_cluster_v1_data_proto_rawDesc), len(file_banyandb_cluster_v1_data_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
