@@ -101,14 +101,19 @@ func TestProtocolErrors(t *testing.T) {
 	openStream(t, conn).handshake()
 }
 
-func TestAcks(t *testing.T) {
-	echo := queue.ListenerFunc(func(_ context.Context, b queue.Batch) queue.Result {
+// echoListener answers each message m with "re:" + m.
+func echoListener() queue.Listener {
+	return queue.ListenerFunc(func(_ context.Context, b queue.Batch) queue.Result {
 		res := queue.Result{Replies: make([][]byte, len(b.Messages))}
 		for i, m := range b.Messages {
 			res.Replies[i] = append([]byte("re:"), m...)
 		}
 		return res
 	})
+}
+
+func TestAcks(t *testing.T) {
+	echo := echoListener()
 	failing := queue.ListenerFunc(func(_ context.Context, b queue.Batch) queue.Result {
 		res := queue.Result{Errs: make([]error, len(b.Messages))}
 		for i, m := range b.Messages {
@@ -198,13 +203,7 @@ func TestAcks(t *testing.T) {
 // fails with CODE_RESOURCE_EXHAUSTED and sends no reply; the others are
 // answered, and the stream goes on.
 func TestRepliesBeyondTheBoundFailAlone(t *testing.T) {
-	echo := queue.ListenerFunc(func(_ context.Context, b queue.Batch) queue.Result {
-		res := queue.Result{Replies: make([][]byte, len(b.Messages))}
-		for i, m := range b.Messages {
-			res.Replies[i] = append([]byte("re:"), m...)
-		}
-		return res
-	})
+	echo := echoListener()
 	ts := startServer(t, sub.Config{MaxReplyBytes: 12}, map[queue.Topic]queue.Listener{"echo": echo})
 	r := openStream(t, dial(t, ts.addr, nil))
 	r.handshake()

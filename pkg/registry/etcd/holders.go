@@ -101,16 +101,11 @@ type HolderWatcher struct {
 // NewHolderWatcher returns a watcher reading through cli; it does no I/O.
 // A nil log means slog.Default().
 func NewHolderWatcher(cfg NodeConfig, cli *clientv3.Client, log *slog.Logger) (*HolderWatcher, error) {
-	if err := cfg.Validate(); err != nil {
+	cfg, log, err := watcherSetup("holder-watcher", cfg, cli, log)
+	if err != nil {
 		return nil, err
 	}
-	if cli == nil {
-		return nil, errors.New("etcd holder watcher: nil client")
-	}
-	if log == nil {
-		log = slog.Default()
-	}
-	return &HolderWatcher{cfg: cfg.withDefaults(), cli: cli, log: log.With("component", "holder-watcher")}, nil
+	return &HolderWatcher{cfg: cfg, cli: cli, log: log}, nil
 }
 
 // Skipped counts records whose key does not parse, each time it was read.

@@ -2,7 +2,6 @@ package etcd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -51,16 +50,26 @@ type NodeWatcherStats struct {
 // NewNodeWatcher returns a watcher reading through cli; it does no I/O.
 // A nil log means slog.Default().
 func NewNodeWatcher(cfg NodeConfig, cli *clientv3.Client, log *slog.Logger) (*NodeWatcher, error) {
-	if err := cfg.Validate(); err != nil {
+	cfg, log, err := watcherSetup("node-watcher", cfg, cli, log)
+	if err != nil {
 		return nil, err
 	}
+	return &NodeWatcher{cfg: cfg, cli: cli, log: log}, nil
+}
+
+// watcherSetup checks what a watcher of the node namespace is given and
+// returns its config with defaults and its logger.
+func watcherSetup(component string, cfg NodeConfig, cli *clientv3.Client, log *slog.Logger) (NodeConfig, *slog.Logger, error) {
+	if err := cfg.Validate(); err != nil {
+		return NodeConfig{}, nil, err
+	}
 	if cli == nil {
-		return nil, errors.New("etcd node watcher: nil client")
+		return NodeConfig{}, nil, fmt.Errorf("etcd %s: nil client", component)
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &NodeWatcher{cfg: cfg.withDefaults(), cli: cli, log: log.With("component", "node-watcher")}, nil
+	return cfg.withDefaults(), log.With("component", component), nil
 }
 
 // Stats returns the watcher's counters.
