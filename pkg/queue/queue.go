@@ -19,6 +19,9 @@ const (
 	TopicMeasureWrite Topic = "measure-write"
 	TopicStreamQuery  Topic = "stream-query"
 	TopicMeasureQuery Topic = "measure-query"
+	// TopicHint carries writes of replicated groups that reached fewer
+	// nodes than their replicas ask for (cluster.v1.Hint), to be copied on.
+	TopicHint Topic = "hint"
 )
 
 // Errors callers branch on; implementations wrap them with detail.

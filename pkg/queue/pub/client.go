@@ -72,9 +72,12 @@ type Observer interface {
 // node. A copy fails over like a lone message, except that it only moves
 // to a node of Table.Order that holds no other copy of the same message.
 // When every live node already holds one (fewer live nodes than r+1), the
-// copy is given up and the message succeeds with the copies possible; the
-// missing copies are counted in Stats.UnderReplicated and logged once per
-// tick. The last copy standing is never given up: with no live node it
+// copy is given up and the missing copies are counted in
+// Stats.UnderReplicated and logged once per tick; Config.UnderReplicated
+// says what then becomes of the message: it succeeds with the copies
+// possible (GiveUpCopies), or only once a hint holding it is acked by a
+// live node of its shard (HintCopies: one hint a message, whatever the
+// copies missing), or it fails with ErrUnderReplicated (FailCopies). The last copy standing is never given up: with no live node it
 // waits, as a lone message does, until its deadline. The first copy that
 // fails for good (deadline, invalid message, close) fails the message;
 // copies already queued are still delivered. With replicas = 0 none of
@@ -221,9 +224,13 @@ func (c *Client) publish(ctx context.Context, p *publisher, h *sendq.Head, paylo
 		t := c.place.Current()
 		var err error
 		if m != nil && repOf(m) != nil {
-			n, err = c.routeCopy(t, c.nodesFor(t), m, nil)
-			if n == nil && err == nil {
+			var q *msg
+			n, q, err = c.routeCopy(t, c.nodesFor(t), m, nil)
+			switch {
+			case q == nil && err == nil:
 				return queue.Future{}, nil
+			case q != nil && q != m: // m was given up; its hint goes instead
+				m, h, payload = q, &q.Head, q.Payload()
 			}
 		} else {
 			n, err = c.route(t, c.nodesFor(t), p, h)
@@ -446,7 +453,12 @@ func (c *Client) replace(t *route.Table, nodes map[string]*node, msgs []*msg, no
 		var n *node
 		var err error
 		if repOf(m) != nil {
-			n, err = c.routeCopy(t, nodes, m, cache)
+			var q *msg
+			n, q, err = c.routeCopy(t, nodes, m, cache)
+			if q != nil && q != m { // m was given up; its hint goes instead
+				m.Unhold()
+				m = q
+			}
 		} else {
 			n, err = c.failover(t, nodes, &m.Head, m.Avoid(), cache)
 		}
@@ -463,6 +475,10 @@ func (c *Client) replace(t *route.Table, nodes map[string]*node, msgs []*msg, no
 		if n == nil {
 			m.Unhold()
 			continue // a replica copy given up: the others hold the message
+		}
+		if m.Key.Topic == queue.TopicHint && m.Avoid() == "" {
+			targets[n] = append(targets[n], m) // a new hint, not a move
+			continue
 		}
 		if n.name != m.Avoid() {
 			c.replaced.Add(1)

@@ -66,7 +66,29 @@ type Config struct {
 	MaxBackoff time.Duration
 	// MaxRecvMsgSize bounds an incoming frame (an Ack with replies).
 	MaxRecvMsgSize int
+	// UnderReplicated says what becomes of a message of a replicated group
+	// that fewer live nodes can take than it wants copies (see Client).
+	UnderReplicated UnderReplicatedPolicy
 }
+
+// UnderReplicatedPolicy is what a client does with a message of a
+// replicated group when no live node without a copy is left for one of
+// its copies.
+type UnderReplicatedPolicy int
+
+const (
+	// GiveUpCopies lets the message succeed with the copies it has and
+	// counts the missing ones (Stats.UnderReplicated).
+	GiveUpCopies UnderReplicatedPolicy = iota
+	// HintCopies counts them too, and also sends a queue.TopicHint message
+	// (cluster.v1.Hint, the write as published) to a live node holding a
+	// copy; the message succeeds only once that hint is acked, that is
+	// durable, so a node that keeps it can make the missing copies later.
+	HintCopies
+	// FailCopies fails the message with ErrUnderReplicated: for a caller
+	// that wants every copy or none (hinted handoff itself).
+	FailCopies
+)
 
 // RegisterFlags binds the operator-facing settings to fs.
 func (c *Config) RegisterFlags(fs *pflag.FlagSet) {

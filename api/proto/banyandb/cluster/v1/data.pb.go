@@ -218,6 +218,80 @@ func (x *MeasureWrite) GetSchemaModRevision() int64 {
 // "stream-query". The schema travels with the query so data nodes stay
 // schema-free. The reply is a StreamQueryResult holding at
 // most offset+limit elements in the requested order.
+// Hint is a write of a replicated group that reached fewer data nodes
+// than the group's replicas ask for. The liaison sends it to a node that
+// holds a copy, which keeps it durably and later publishes the write again
+// to every node of its shard's placement (hinted handoff).
+type Hint struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// topic is the write's queue topic, e.g. "stream-write".
+	Topic   string `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Group   string `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	ShardId uint32 `protobuf:"varint,3,opt,name=shard_id,json=shardId,proto3" json:"shard_id,omitempty"`
+	// payload is the write as it was published on topic.
+	Payload       []byte `protobuf:"bytes,4,opt,name=payload,proto3" json:"payload,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Hint) Reset() {
+	*x = Hint{}
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Hint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Hint) ProtoMessage() {}
+
+func (x *Hint) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Hint.ProtoReflect.Descriptor instead.
+func (*Hint) Descriptor() ([]byte, []int) {
+	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Hint) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *Hint) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *Hint) GetShardId() uint32 {
+	if x != nil {
+		return x.ShardId
+	}
+	return 0
+}
+
+func (x *Hint) GetPayload() []byte {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
 type StreamQuery struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Request       *v1.QueryRequest       `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
@@ -228,7 +302,7 @@ type StreamQuery struct {
 
 func (x *StreamQuery) Reset() {
 	*x = StreamQuery{}
-	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[2]
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -240,7 +314,7 @@ func (x *StreamQuery) String() string {
 func (*StreamQuery) ProtoMessage() {}
 
 func (x *StreamQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[2]
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -253,7 +327,7 @@ func (x *StreamQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamQuery.ProtoReflect.Descriptor instead.
 func (*StreamQuery) Descriptor() ([]byte, []int) {
-	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{2}
+	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *StreamQuery) GetRequest() *v1.QueryRequest {
@@ -284,7 +358,7 @@ type StreamQueryResult struct {
 
 func (x *StreamQueryResult) Reset() {
 	*x = StreamQueryResult{}
-	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[3]
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -296,7 +370,7 @@ func (x *StreamQueryResult) String() string {
 func (*StreamQueryResult) ProtoMessage() {}
 
 func (x *StreamQueryResult) ProtoReflect() protoreflect.Message {
-	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[3]
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -309,7 +383,7 @@ func (x *StreamQueryResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamQueryResult.ProtoReflect.Descriptor instead.
 func (*StreamQueryResult) Descriptor() ([]byte, []int) {
-	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{3}
+	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *StreamQueryResult) GetElements() []*v1.Element {
@@ -345,7 +419,7 @@ type MeasureQuery struct {
 
 func (x *MeasureQuery) Reset() {
 	*x = MeasureQuery{}
-	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[4]
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -357,7 +431,7 @@ func (x *MeasureQuery) String() string {
 func (*MeasureQuery) ProtoMessage() {}
 
 func (x *MeasureQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[4]
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -370,7 +444,7 @@ func (x *MeasureQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MeasureQuery.ProtoReflect.Descriptor instead.
 func (*MeasureQuery) Descriptor() ([]byte, []int) {
-	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{4}
+	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *MeasureQuery) GetRequest() *v11.QueryRequest {
@@ -409,7 +483,12 @@ const file_banyandb_cluster_v1_data_proto_rawDesc = "" +
 	"series_key\x18\x04 \x01(\fR\tseriesKey\x12B\n" +
 	"\n" +
 	"data_point\x18\x05 \x01(\v2#.banyandb.measure.v1.DataPointValueR\tdataPoint\x12.\n" +
-	"\x13schema_mod_revision\x18\x06 \x01(\x03R\x11schemaModRevision\"\x7f\n" +
+	"\x13schema_mod_revision\x18\x06 \x01(\x03R\x11schemaModRevision\"g\n" +
+	"\x04Hint\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12\x19\n" +
+	"\bshard_id\x18\x03 \x01(\rR\ashardId\x12\x18\n" +
+	"\apayload\x18\x04 \x01(\fR\apayload\"\x7f\n" +
 	"\vStreamQuery\x12:\n" +
 	"\arequest\x18\x01 \x01(\v2 .banyandb.stream.v1.QueryRequestR\arequest\x124\n" +
 	"\x06schema\x18\x02 \x01(\v2\x1c.banyandb.database.v1.StreamR\x06schema\"\x89\x01\n" +
@@ -434,29 +513,30 @@ func file_banyandb_cluster_v1_data_proto_rawDescGZIP() []byte {
 	return file_banyandb_cluster_v1_data_proto_rawDescData
 }
 
-var file_banyandb_cluster_v1_data_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_banyandb_cluster_v1_data_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_banyandb_cluster_v1_data_proto_goTypes = []any{
 	(*StreamWrite)(nil),        // 0: banyandb.cluster.v1.StreamWrite
 	(*MeasureWrite)(nil),       // 1: banyandb.cluster.v1.MeasureWrite
-	(*StreamQuery)(nil),        // 2: banyandb.cluster.v1.StreamQuery
-	(*StreamQueryResult)(nil),  // 3: banyandb.cluster.v1.StreamQueryResult
-	(*MeasureQuery)(nil),       // 4: banyandb.cluster.v1.MeasureQuery
-	(*v1.ElementValue)(nil),    // 5: banyandb.stream.v1.ElementValue
-	(*v11.DataPointValue)(nil), // 6: banyandb.measure.v1.DataPointValue
-	(*v1.QueryRequest)(nil),    // 7: banyandb.stream.v1.QueryRequest
-	(*v12.Stream)(nil),         // 8: banyandb.database.v1.Stream
-	(*v1.Element)(nil),         // 9: banyandb.stream.v1.Element
-	(*v11.QueryRequest)(nil),   // 10: banyandb.measure.v1.QueryRequest
-	(*v12.Measure)(nil),        // 11: banyandb.database.v1.Measure
+	(*Hint)(nil),               // 2: banyandb.cluster.v1.Hint
+	(*StreamQuery)(nil),        // 3: banyandb.cluster.v1.StreamQuery
+	(*StreamQueryResult)(nil),  // 4: banyandb.cluster.v1.StreamQueryResult
+	(*MeasureQuery)(nil),       // 5: banyandb.cluster.v1.MeasureQuery
+	(*v1.ElementValue)(nil),    // 6: banyandb.stream.v1.ElementValue
+	(*v11.DataPointValue)(nil), // 7: banyandb.measure.v1.DataPointValue
+	(*v1.QueryRequest)(nil),    // 8: banyandb.stream.v1.QueryRequest
+	(*v12.Stream)(nil),         // 9: banyandb.database.v1.Stream
+	(*v1.Element)(nil),         // 10: banyandb.stream.v1.Element
+	(*v11.QueryRequest)(nil),   // 11: banyandb.measure.v1.QueryRequest
+	(*v12.Measure)(nil),        // 12: banyandb.database.v1.Measure
 }
 var file_banyandb_cluster_v1_data_proto_depIdxs = []int32{
-	5,  // 0: banyandb.cluster.v1.StreamWrite.element:type_name -> banyandb.stream.v1.ElementValue
-	6,  // 1: banyandb.cluster.v1.MeasureWrite.data_point:type_name -> banyandb.measure.v1.DataPointValue
-	7,  // 2: banyandb.cluster.v1.StreamQuery.request:type_name -> banyandb.stream.v1.QueryRequest
-	8,  // 3: banyandb.cluster.v1.StreamQuery.schema:type_name -> banyandb.database.v1.Stream
-	9,  // 4: banyandb.cluster.v1.StreamQueryResult.elements:type_name -> banyandb.stream.v1.Element
-	10, // 5: banyandb.cluster.v1.MeasureQuery.request:type_name -> banyandb.measure.v1.QueryRequest
-	11, // 6: banyandb.cluster.v1.MeasureQuery.schema:type_name -> banyandb.database.v1.Measure
+	6,  // 0: banyandb.cluster.v1.StreamWrite.element:type_name -> banyandb.stream.v1.ElementValue
+	7,  // 1: banyandb.cluster.v1.MeasureWrite.data_point:type_name -> banyandb.measure.v1.DataPointValue
+	8,  // 2: banyandb.cluster.v1.StreamQuery.request:type_name -> banyandb.stream.v1.QueryRequest
+	9,  // 3: banyandb.cluster.v1.StreamQuery.schema:type_name -> banyandb.database.v1.Stream
+	10, // 4: banyandb.cluster.v1.StreamQueryResult.elements:type_name -> banyandb.stream.v1.Element
+	11, // 5: banyandb.cluster.v1.MeasureQuery.request:type_name -> banyandb.measure.v1.QueryRequest
+	12, // 6: banyandb.cluster.v1.MeasureQuery.schema:type_name -> banyandb.database.v1.Measure
 	7,  // [7:7] is the sub-list for method output_type
 	7,  // [7:7] is the sub-list for method input_type
 	7,  // [7:7] is the sub-list for extension type_name
@@ -475,7 +555,7 @@ func file_banyandb_cluster_v1_data_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_banyandb_cluster_v1_data_proto_rawDesc), len(file_banyandb_cluster_v1_data_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
