@@ -34,9 +34,14 @@ func (u Unreachable) String() string { return fmt.Sprintf("%s (shards %v)", u.No
 // not hear from it must not answer as if it had everything.
 type Holders struct {
 	router *route.Router
-	cur    atomic.Pointer[map[string]map[string][]uint32]
+	cur    atomic.Pointer[holderSets]
 	ready  chan struct{}
 	once   sync.Once
+}
+
+// holderSets are the records: group → node → shards.
+type holderSets struct {
+	held, hinted map[string]map[string][]uint32
 }
 
 // NewHolders returns an empty set; Ready is closed after the first Set.
@@ -44,9 +49,11 @@ func NewHolders(router *route.Router) *Holders {
 	return &Holders{router: router, ready: make(chan struct{})}
 }
 
-// Set replaces the records: group → node → shards. The watcher calls it.
-func (h *Holders) Set(byGroup map[string]map[string][]uint32) {
-	h.cur.Store(&byGroup)
+// Set replaces the records, each group → node → shards: held, the shards
+// each node holds data of; hinted, those it keeps hints of (writes acked
+// with fewer copies than the group's replicas). The watcher calls it.
+func (h *Holders) Set(held, hinted map[string]map[string][]uint32) {
+	h.cur.Store(&holderSets{held: held, hinted: hinted})
 	h.once.Do(func() { close(h.ready) })
 }
 
@@ -56,16 +63,17 @@ func (h *Holders) Ready() <-chan struct{} { return h.ready }
 
 // Unreachable implements DataHolders. A node that is away is not missed
 // when the group keeps replicas and every shard it holds has another
-// holder that is live: every write acknowledged with all its copies has
-// one there, and the query asks every live node. (A write acknowledged
-// with fewer copies, while its other node was away too, is the exception
-// until under-replicated copies are repaired; the publisher counts them.)
+// holder that is live, unless it keeps hints of that shard: every write
+// acknowledged with all its copies has one on the live holder, and the
+// query asks every live node; a write acknowledged with fewer copies was
+// hinted, and until the hint is handed off the hinting node may hold its
+// only copy.
 func (h *Holders) Unreachable(group string) []Unreachable {
 	p := h.cur.Load()
 	if p == nil {
 		return nil
 	}
-	byNode := (*p)[group]
+	byNode := p.held[group]
 	if len(byNode) == 0 {
 		return nil
 	}
@@ -90,8 +98,9 @@ func (h *Holders) Unreachable(group string) []Unreachable {
 			continue
 		}
 		var missed []uint32
+		hinted := p.hinted[group][node]
 		for _, s := range shards {
-			if g.Replicas == 0 || liveHolders[s] == 0 {
+			if g.Replicas == 0 || liveHolders[s] == 0 || slices.Contains(hinted, s) {
 				missed = append(missed, s)
 			}
 		}

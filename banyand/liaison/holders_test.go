@@ -37,10 +37,11 @@ func TestHoldersUnreachable(t *testing.T) {
 		t.Fatal("ready before the first set")
 	default:
 	}
-	h.Set(map[string]map[string][]uint32{
+	held := map[string]map[string][]uint32{
 		"g":     {"data-0": {0, 1}, "data-1": {2, 3}, "data-2": {1}},
 		"other": {"data-9": {0}},
-	})
+	}
+	h.Set(held, nil)
 	<-h.Ready()
 	got := h.Unreachable("g")
 	if len(got) != 2 || got[0].String() != "data-1 (shards [2 3])" || got[1].Node != "data-2" {
@@ -57,6 +58,14 @@ func TestHoldersUnreachable(t *testing.T) {
 	got = h.Unreachable("g")
 	if len(got) != 1 || got[0].String() != "data-1 (shards [2 3])" {
 		t.Fatalf("unreachable with replicas = %v, want data-1's shards 2 and 3 only (data-0 holds shard 1)", got)
+	}
+
+	// A node away that keeps hints of a shard may hold the only copy of
+	// some of its writes: another live holder does not cover it.
+	h.Set(held, map[string]map[string][]uint32{"g": {"data-2": {1}}})
+	got = h.Unreachable("g")
+	if len(got) != 2 || got[1].String() != "data-2 (shards [1])" {
+		t.Fatalf("unreachable with data-2 hinting shard 1 = %v, want data-2's shard 1 too", got)
 	}
 }
 

@@ -241,7 +241,7 @@ func (w *nodeWatch) Nodes() []*databasev1.Node {
 func newHolderWatch(w *etcd.HolderWatcher, holders *liaison.Holders) *registryWatch {
 	return newRegistryWatch("holder-watch", func(ctx context.Context, first func()) error {
 		return w.Watch(ctx, func(h etcd.Holders) {
-			holders.Set(h)
+			holders.Set(h.Held, h.Hinted)
 			first()
 		})
 	})

@@ -26,6 +26,12 @@ import (
 // data. Records are not under a lease and stay until deleted; retiring a
 // node for good, with its data, is `etcdctl del --prefix
 // <Namespace>/holders/<node>/`.
+//
+// A hinted mark, <Namespace>/holders/<node>/<group>/<shard>/hinted, says
+// that the node keeps hints of the pair (banyand/handoff): writes acked
+// with fewer copies than the group's replicas, some of which only it
+// holds. A query that cannot reach such a node misses them even if
+// another holder of the shard answers.
 
 // holdersPrefix is the prefix of every holder record.
 func (c NodeConfig) holdersPrefix() string { return c.Namespace + "/holders/" }
@@ -71,23 +77,63 @@ func (r *HolderRecorder) Record(ctx context.Context, group string, shard uint32)
 	if _, ok := r.recorded.Load(p); ok {
 		return nil
 	}
-	if group == "" || strings.ContainsAny(group, "/\x00") {
-		return fmt.Errorf("etcd holder recorder: group %q must be non-empty without '/' or NUL", group)
+	key, err := r.key(group, shard)
+	if err != nil {
+		return err
 	}
-	node := r.node()
-	if node == "" || strings.ContainsAny(node, "/\x00") {
-		return fmt.Errorf("etcd holder recorder: node name %q must be non-empty without '/' or NUL", node)
-	}
-	if _, err := r.cli.Put(ctx, r.cfg.holderKey(node, group, shard), time.Now().UTC().Format(time.RFC3339)); err != nil {
+	if _, err := r.cli.Put(ctx, key, time.Now().UTC().Format(time.RFC3339)); err != nil {
 		return fmt.Errorf("record holder of %s/%d: %w", group, shard, err)
 	}
 	r.recorded.Store(p, struct{}{})
 	return nil
 }
 
-// Holders is what the records say: group → node → the shards it holds,
-// sorted. Handlers own what they receive.
-type Holders map[string]map[string][]uint32
+// key is the holder record of (group, shard) for this node.
+func (r *HolderRecorder) key(group string, shard uint32) (string, error) {
+	if group == "" || strings.ContainsAny(group, "/\x00") {
+		return "", fmt.Errorf("etcd holder recorder: group %q must be non-empty without '/' or NUL", group)
+	}
+	node := r.node()
+	if node == "" || strings.ContainsAny(node, "/\x00") {
+		return "", fmt.Errorf("etcd holder recorder: node name %q must be non-empty without '/' or NUL", node)
+	}
+	return r.cfg.holderKey(node, group, shard), nil
+}
+
+// hintedSuffix ends a hinted mark's key.
+const hintedSuffix = "/hinted"
+
+// Mark records that this node keeps hints of (group, shard); it returns
+// once that is durable in etcd (banyand/handoff.Marker).
+func (r *HolderRecorder) Mark(ctx context.Context, group string, shard uint32) error {
+	key, err := r.key(group, shard)
+	if err != nil {
+		return err
+	}
+	if _, err := r.cli.Put(ctx, key+hintedSuffix, time.Now().UTC().Format(time.RFC3339)); err != nil {
+		return fmt.Errorf("mark hints of %s/%d: %w", group, shard, err)
+	}
+	return nil
+}
+
+// Clear removes the mark Mark made.
+func (r *HolderRecorder) Clear(ctx context.Context, group string, shard uint32) error {
+	key, err := r.key(group, shard)
+	if err != nil {
+		return err
+	}
+	if _, err := r.cli.Delete(ctx, key+hintedSuffix); err != nil {
+		return fmt.Errorf("clear the hint mark of %s/%d: %w", group, shard, err)
+	}
+	return nil
+}
+
+// Holders is what the records say, group → node → shards, sorted: Held,
+// the shards each node holds data of (a hinted shard counts as held), and
+// Hinted, those it keeps hints of. Handlers own what they receive.
+type Holders struct {
+	Held, Hinted map[string]map[string][]uint32
+}
 
 // HolderWatcher follows the holder records of a namespace.
 type HolderWatcher struct {
@@ -124,6 +170,7 @@ func (w *HolderWatcher) Watch(ctx context.Context, h func(Holders)) error {
 type holderRecord struct {
 	node, group string
 	shard       uint32
+	hinted      bool // a hinted mark
 }
 
 type holderWatch struct {
@@ -163,32 +210,47 @@ func (s *holderWatch) put(kv *mvccpb.KeyValue) {
 }
 
 func (s *holderWatch) deliver() {
-	out := Holders{}
-	for _, r := range s.pairs {
-		byNode := out[r.group]
+	out := Holders{Held: map[string]map[string][]uint32{}, Hinted: map[string]map[string][]uint32{}}
+	add := func(m map[string]map[string][]uint32, r holderRecord) {
+		byNode := m[r.group]
 		if byNode == nil {
 			byNode = map[string][]uint32{}
-			out[r.group] = byNode
+			m[r.group] = byNode
 		}
-		byNode[r.node] = append(byNode[r.node], r.shard)
+		if !slices.Contains(byNode[r.node], r.shard) {
+			byNode[r.node] = append(byNode[r.node], r.shard)
+		}
 	}
-	for _, byNode := range out {
-		for n := range maps.Keys(byNode) {
-			slices.Sort(byNode[n])
+	for _, r := range s.pairs {
+		add(out.Held, r)
+		if r.hinted {
+			add(out.Hinted, r)
+		}
+	}
+	for _, m := range []map[string]map[string][]uint32{out.Held, out.Hinted} {
+		for _, byNode := range m {
+			for n := range maps.Keys(byNode) {
+				slices.Sort(byNode[n])
+			}
 		}
 	}
 	s.h(out)
 }
 
-// parseHolderKey reads <node>/<group>/<shard>.
+// parseHolderKey reads <node>/<group>/<shard>, or a hinted mark
+// <node>/<group>/<shard>/hinted.
 func parseHolderKey(rel string) (holderRecord, error) {
 	parts := strings.Split(rel, "/")
+	hinted := len(parts) == 4 && "/"+parts[3] == hintedSuffix
+	if hinted {
+		parts = parts[:3]
+	}
 	if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
-		return holderRecord{}, fmt.Errorf("want <node>/<group>/<shard>, got %q", rel)
+		return holderRecord{}, fmt.Errorf("want <node>/<group>/<shard>[%s], got %q", hintedSuffix, rel)
 	}
 	shard, err := strconv.ParseUint(parts[2], 10, 32)
 	if err != nil {
 		return holderRecord{}, fmt.Errorf("shard %q: %w", parts[2], err)
 	}
-	return holderRecord{node: parts[0], group: parts[1], shard: uint32(shard)}, nil
+	return holderRecord{node: parts[0], group: parts[1], shard: uint32(shard), hinted: hinted}, nil
 }

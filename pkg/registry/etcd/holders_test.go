@@ -69,7 +69,8 @@ func TestHoldersRecordedAndFollowed(t *testing.T) {
 	}()
 	defer func() { wcancel(); <-done }()
 	current := func() Holders { mu.Lock(); defer mu.Unlock(); return last }
-	want := Holders{"sw": {"data-a": {0, 2}, "data-b": {1}}, "mw": {"data-b": {0}}}
+	want := Holders{Held: map[string]map[string][]uint32{"sw": {"data-a": {0, 2}, "data-b": {1}}, "mw": {"data-b": {0}}},
+		Hinted: map[string]map[string][]uint32{}}
 	poll.Within(t, 10*time.Second, "the watcher sees every record", func() bool { return reflect.DeepEqual(current(), want) })
 	if w.Skipped() == 0 {
 		t.Error("an unparsable record was not counted as skipped")
@@ -78,13 +79,27 @@ func TestHoldersRecordedAndFollowed(t *testing.T) {
 	if err := b.Record(ctx, "sw", 3); err != nil {
 		t.Fatal(err)
 	}
-	want["sw"]["data-b"] = []uint32{1, 3}
+	want.Held["sw"]["data-b"] = []uint32{1, 3}
 	poll.Within(t, 10*time.Second, "a new record is followed", func() bool { return reflect.DeepEqual(current(), want) })
+
+	// A hinted mark: the shard is held and hinted; cleared, held only.
+	if err := b.Mark(ctx, "mw", 5); err != nil {
+		t.Fatal(err)
+	}
+	want.Held["mw"]["data-b"] = []uint32{0, 5}
+	want.Hinted["mw"] = map[string][]uint32{"data-b": {5}}
+	poll.Within(t, 10*time.Second, "a hinted mark is followed", func() bool { return reflect.DeepEqual(current(), want) })
+	if err := b.Clear(ctx, "mw", 5); err != nil {
+		t.Fatal(err)
+	}
+	want.Held["mw"]["data-b"] = []uint32{0}
+	want.Hinted = map[string]map[string][]uint32{}
+	poll.Within(t, 10*time.Second, "a cleared mark is gone", func() bool { return reflect.DeepEqual(current(), want) })
 
 	if _, err := cli.Delete(ctx, cfg.holdersPrefix()+"data-a/", clientv3.WithPrefix()); err != nil {
 		t.Fatal(err)
 	}
-	delete(want["sw"], "data-a")
+	delete(want.Held["sw"], "data-a")
 	poll.Within(t, 10*time.Second, "a retired node's records are gone", func() bool {
 		return fmt.Sprint(current()) == fmt.Sprint(want)
 	})
