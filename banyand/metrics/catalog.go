@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
+	"github.com/banyand-io/banyand/banyand/handoff"
 	"github.com/banyand-io/banyand/banyand/security"
 	"github.com/banyand-io/banyand/banyand/storage/tsdb"
 	"github.com/banyand-io/banyand/pkg/auth"
@@ -91,6 +92,7 @@ func catalogRole(reg prometheus.Registerer, role string) {
 			Registrar: func() etcd.NodeRegistrarStats { return etcd.NodeRegistrarStats{} },
 			Security:  catalogSecurity(false),
 			Engine:    catalogEngine,
+			Handoff:   func() handoff.Stats { return handoff.Stats{} },
 		})
 	case "standalone":
 		m = RegisterStandalone(reg, StandaloneSources{

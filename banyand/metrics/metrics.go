@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/banyand-io/banyand/banyand/handoff"
 	"github.com/banyand-io/banyand/banyand/storage/tsdb"
 	"github.com/banyand-io/banyand/pkg/queue/pub"
 	"github.com/banyand-io/banyand/pkg/registry/etcd"
@@ -79,6 +80,7 @@ type StorageSources struct {
 	Registrar func() etcd.NodeRegistrarStats
 	Security  prometheus.Collector            // the role's security.Metrics
 	Engine    func() (tsdb.EngineStats, bool) // false while the store is not open
+	Handoff   func() handoff.Stats
 }
 
 // RegisterStorage registers a data node's metrics on reg.
@@ -90,6 +92,15 @@ func RegisterStorage(reg prometheus.Registerer, src StorageSources) Role {
 		func() int64 { return src.Registrar().Renewals })
 	counterFunc(reg, "banyand_registry_node_losses_total", "Leases of this node lost while registered.",
 		func() int64 { return src.Registrar().Losses })
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "banyand_handoff_pending_hints",
+		Help: "Writes acked with fewer copies than their group's replicas whose hints this node keeps: the repair backlog; 0 once every copy was made."},
+		func() float64 { return float64(src.Handoff().Pending) }))
+	counterFunc(reg, "banyand_handoff_received_hints_total", "Hints this node took: writes acked with fewer copies than their group's replicas.",
+		func() int64 { return src.Handoff().Received })
+	counterFunc(reg, "banyand_handoff_delivered_hints_total", "Hints handed off: their writes acked by every node of their shard's placement.",
+		func() int64 { return src.Handoff().Delivered })
+	counterFunc(reg, "banyand_handoff_dropped_hints_total", "Hints dropped because a data node refused their write as invalid: copies never made.",
+		func() int64 { return src.Handoff().Dropped })
 	reg.MustRegister(src.Security, newEngineCollector(src.Engine))
 	return Role{Listeners: newListeners(reg), RegistryEvents: newRegistryEvents(reg)}
 }

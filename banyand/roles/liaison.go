@@ -121,6 +121,9 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 	cache := schema.NewCache(placement.SetGroups)
 	qcfg := l.Queue
 	qcfg.NodeName = name
+	// A write acked with fewer copies than its group's replicas leaves a
+	// hint with a data node that holds one (banyand/handoff).
+	qcfg.UnderReplicated = pub.HintCopies
 	sec := security.NewMetrics(true)
 	if qcfg.TLS, err = l.ClusterTLS.Config(logger, sec); err != nil {
 		_ = cli.Close()

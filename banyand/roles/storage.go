@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -18,11 +19,16 @@ import (
 
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
+	"github.com/banyand-io/banyand/banyand/handoff"
+	"github.com/banyand-io/banyand/banyand/liaison"
 	"github.com/banyand-io/banyand/banyand/metrics"
 	"github.com/banyand-io/banyand/banyand/security"
 	"github.com/banyand-io/banyand/banyand/storage"
+	"github.com/banyand-io/banyand/pkg/queue"
+	"github.com/banyand-io/banyand/pkg/queue/pub"
 	"github.com/banyand-io/banyand/pkg/queue/sub"
 	"github.com/banyand-io/banyand/pkg/registry/etcd"
+	"github.com/banyand-io/banyand/pkg/route"
 	"github.com/banyand-io/banyand/pkg/run"
 )
 
@@ -50,6 +56,11 @@ type Storage struct {
 	// DebugListenerDelay delays every write batch (hidden fault-injection
 	// flag --debug-listener-delay; see docs/design/faults.md).
 	DebugListenerDelay time.Duration
+	// HandoffInterval is how often kept hints are handed off (--handoff-interval).
+	HandoffInterval time.Duration
+	// HandoffCAFile verifies the other data nodes when this one hands off
+	// hints to them over TLS (--handoff-tls-ca-file).
+	HandoffCAFile string
 
 	mu   sync.Mutex
 	lis  net.Listener
@@ -70,6 +81,8 @@ func (s *Storage) RegisterFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&s.Sub.MaxRecvMsgSize, "max-recv-msg-size", sub.DefaultMaxRecvMsgSize, "largest cluster-protocol batch accepted, in bytes")
 	s.Etcd.RegisterFlags(fs)
 	s.ClusterTLS.RegisterFlags(fs)
+	fs.DurationVar(&s.HandoffInterval, "handoff-interval", handoff.DefaultInterval, "how often this node tries to copy the writes it keeps hints of to the data nodes that missed them")
+	fs.StringVar(&s.HandoffCAFile, "handoff-tls-ca-file", "", "PEM CAs to verify other data nodes with when handing off hints, with --cluster-tls-cert-file as the client certificate (default: the system's CAs)")
 	fs.DurationVar(&s.DebugListenerDelay, "debug-listener-delay", 0, "fault injection: wait this long before handling each write batch")
 	_ = fs.MarkHidden("debug-listener-delay")
 }
@@ -127,9 +140,12 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The data node follows the schema only for group options: segment
-	// length and retention. Writes carry everything else.
-	cache := schema.NewCache(nil)
+	// The data node follows the schema for group options (segment length,
+	// retention) and, with the node table, to place the writes it hands
+	// off. Writes carry everything else.
+	router := route.NewRouter()
+	placement := liaison.NewPlacement(logger.With("component", "placement"), router)
+	cache := schema.NewCache(placement.SetGroups)
 	store := storage.New(s.engine.storageConfig(storageDir(s.DataPath)), cache, logger)
 	holders, err := etcd.NewHolderRecorder(etcd.NodeConfig{Namespace: s.Etcd.Namespace, TTL: s.NodeTTL}, cli,
 		func() string { return s.registryNode().GetMetadata().GetName() })
@@ -138,11 +154,21 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 		return nil, err
 	}
 	store.RecordHolders(holders)
+	nodeWatcher, err := etcd.NewNodeWatcher(etcd.NodeConfig{Namespace: s.Etcd.Namespace}, cli, logger.With("component", "node-watch"))
+	if err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
+	sec := security.NewMetrics(false)
+	hand, handoffPub, err := s.handoff(logger, router, holders, sec)
+	if err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
 	subCfg := s.Sub
 	if subCfg.NodeName == "" {
 		subCfg.NodeName = s.NodeName
 	}
-	sec := security.NewMetrics(false)
 	if err := s.ClusterTLS.Apply(&subCfg, logger, sec); err != nil {
 		_ = cli.Close()
 		return nil, err
@@ -151,35 +177,62 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 	reg := metrics.NewRegistry()
 	roleMetrics := metrics.RegisterStorage(reg, metrics.StorageSources{
 		Schema: registryStore, Cache: cache, Registrar: registrar.Stats, Security: sec, Engine: metrics.EngineStatsOf(store),
+		Handoff: hand.Stats,
 	})
 	s.http = newHTTPServer(s.HTTPAddr, s.Pprof, logger, reg, nil)
 
-	serveSub := &subscriberComponent{role: s, server: server, store: store, metrics: roleMetrics.Listeners, logger: logger}
+	listeners := store.Listeners()
+	listeners[queue.TopicHint] = hand
+	serveSub := &subscriberComponent{role: s, server: server, listeners: listeners, metrics: roleMetrics.Listeners, logger: logger}
 	return []run.Component{
 		s.http,
 		etcdClientComponent(s.Etcd, cli.Close),
 		newSchemaWatch(registryStore, cache, roleMetrics.RegistryEvents),
+		newNodeWatch(nodeWatcher, placement, logger, roleMetrics.RegistryEvents),
 		store,
 		&retention{store: store, ttls: cache.TTLs, logger: logger},
+		&funcComponent{name: "handoff-publisher", stop: handoffPub.Close},
+		hand,
 		serveSub,
 		&registration{what: "data node", node: s.registryNode, registrar: registrar, logger: logger},
 		readyMarker{s.http},
 	}, nil
 }
 
+// handoff builds the hint store and the publisher it hands writes off
+// with: one that fails a write short of copies, so that a hint is
+// forgotten only once its write has them all.
+func (s *Storage) handoff(logger *slog.Logger, router *route.Router, marker handoff.Marker, sec *security.Metrics) (*handoff.Store, *pub.Client, error) {
+	qcfg := pub.Config{NodeName: "handoff-" + s.NodeName, UnderReplicated: pub.FailCopies}
+	if s.ClusterTLS.CertFile != "" {
+		ctls := security.ClusterClientTLS{CAFile: s.HandoffCAFile, CertFile: s.ClusterTLS.CertFile, KeyFile: s.ClusterTLS.KeyFile}
+		var err error
+		if qcfg.TLS, err = ctls.Config(logger, sec); err != nil {
+			return nil, nil, err
+		}
+	}
+	client := pub.New(qcfg, pub.Deps{Placement: router, Logger: logger.With("component", "handoff-publisher")})
+	hand := handoff.New(handoff.Config{
+		Dir:      filepath.Join(s.DataPath, "hints"),
+		Topics:   []queue.Topic{queue.TopicStreamWrite, queue.TopicMeasureWrite},
+		Interval: s.HandoffInterval,
+	}, handoff.Deps{Queue: client, Marker: marker, Logger: logger})
+	return hand, client, nil
+}
+
 // subscriberComponent serves the cluster protocol in front of the store.
 type subscriberComponent struct {
-	role    *Storage
-	server  *sub.Server
-	store   *storage.Store
-	metrics *metrics.Listeners
-	logger  *slog.Logger
+	role      *Storage
+	server    *sub.Server
+	listeners map[queue.Topic]queue.Listener
+	metrics   *metrics.Listeners
+	logger    *slog.Logger
 }
 
 func (c *subscriberComponent) Name() string { return "subscriber" }
 
 func (c *subscriberComponent) Start(context.Context) error {
-	if err := c.metrics.Subscribe(c.server, delayWrites(c.store.Listeners(), c.role.DebugListenerDelay)); err != nil {
+	if err := c.metrics.Subscribe(c.server, delayWrites(c.listeners, c.role.DebugListenerDelay)); err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
 	lis, err := net.Listen("tcp", c.role.GRPCAddr)
