@@ -46,7 +46,11 @@ const (
 	reopenPause = 20 * time.Millisecond // between attempts to reopen a Write stream
 )
 
-func createSchema(t *testing.T, conn *grpc.ClientConn) {
+func createSchema(t *testing.T, conn *grpc.ClientConn) { createSchemaWith(t, conn, 0) }
+
+// createSchemaWith creates the load's group, keeping replicas copies
+// beyond the first of each write, and stream.
+func createSchemaWith(t *testing.T, conn *grpc.ClientConn, replicas uint32) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
@@ -54,7 +58,7 @@ func createSchema(t *testing.T, conn *grpc.ClientConn) {
 	if _, err := databasev1.NewGroupRegistryServiceClient(conn).Create(ctx, &databasev1.GroupRegistryServiceCreateRequest{Group: &commonv1.Group{
 		Metadata: &commonv1.Metadata{Name: group},
 		Catalog:  commonv1.Catalog_CATALOG_STREAM,
-		ResourceOpts: &commonv1.ResourceOpts{ShardNum: shards, SegmentInterval: day,
+		ResourceOpts: &commonv1.ResourceOpts{ShardNum: shards, SegmentInterval: day, Replicas: replicas,
 			Ttl: &commonv1.IntervalRule{Unit: commonv1.IntervalRule_UNIT_DAY, Num: 7}},
 	}}); err != nil {
 		t.Fatalf("create group: %v", err)
