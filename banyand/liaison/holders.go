@@ -57,6 +57,15 @@ func (h *Holders) Set(held, hinted map[string]map[string][]uint32) {
 	h.once.Do(func() { close(h.ready) })
 }
 
+// Hinted returns the hinted records: group → node → shards it keeps
+// hints of. Callers must not modify it.
+func (h *Holders) Hinted() map[string]map[string][]uint32 {
+	if p := h.cur.Load(); p != nil {
+		return p.hinted
+	}
+	return nil
+}
+
 // Ready is closed once the records are known: a liaison answers queries
 // only after it.
 func (h *Holders) Ready() <-chan struct{} { return h.ready }

@@ -162,6 +162,7 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 		PubStats: publisher.Stats,
 		Table:    router.Current,
 		Writes:   reg,
+		Hinted:   holders.Hinted,
 	})
 	l.http = newHTTPServer(l.HTTPAddr, l.Pprof, logger, reg, page)
 	return []run.Component{

@@ -6,7 +6,9 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
+	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -41,6 +43,10 @@ type Sources struct {
 	PubStats func() pub.Stats          // the publisher's view of the data nodes
 	Table    func() *route.Table       // current placement
 	Writes   prometheus.Gatherer       // the role's registry, for the write counters
+	// Hinted lists, group → node → shards, the data nodes keeping hints:
+	// writes acknowledged with fewer copies than their group's replicas,
+	// whose missing copies are still to be made.
+	Hinted func() map[string]map[string][]uint32
 }
 
 // Node is one row of the node table.
@@ -165,6 +171,8 @@ type statusView struct {
 	ShowNodes    bool
 	Groups       []statusGroup
 	ShowGroups   bool
+	// UnderReplicated counts the copies the publisher could not make.
+	UnderReplicated int64
 	Writes       []statusWrite
 	Answers      []statusWrite
 	RateInterval string // empty until rates are known
@@ -175,6 +183,7 @@ type statusGroup struct {
 	ShardNum, Replicas uint32
 	Shards             []statusShard
 	Err                string
+	Hinted             []string // "node: shards …", nodes keeping hints of the group
 }
 
 type statusShard struct {
@@ -214,6 +223,12 @@ func (p *Page) view(now time.Time) statusView {
 	if p.src.Table != nil {
 		v.ShowGroups = true
 		v.Groups = groupRows(p.src.Table())
+		if p.src.Hinted != nil {
+			addHinted(v.Groups, p.src.Hinted())
+		}
+	}
+	if p.src.PubStats != nil {
+		v.UnderReplicated = p.src.PubStats().UnderReplicated
 	}
 	v.Writes, v.Answers, v.RateInterval = p.writeRows()
 	return v
@@ -295,6 +310,16 @@ func groupRows(t *route.Table) []statusGroup {
 		out = append(out, sg)
 	}
 	return out
+}
+
+// addHinted lists, under each group, the nodes keeping hints of it.
+func addHinted(groups []statusGroup, hinted map[string]map[string][]uint32) {
+	for i := range groups {
+		byNode := hinted[groups[i].Name]
+		for _, node := range slices.Sorted(maps.Keys(byNode)) {
+			groups[i].Hinted = append(groups[i].Hinted, fmt.Sprintf("%s: shards %v", node, byNode[node]))
+		}
+	}
 }
 
 // writeRows are the totals as of now and the rates of the last interval.

@@ -38,7 +38,7 @@ func TestStatusPage(t *testing.T) {
 		regNode("data-b", "10.0.0.2:17914", data),
 		regNode("data-<c>", "10.0.0.3:17914", data),
 	}
-	stats := pub.Stats{Nodes: []pub.NodeStats{
+	stats := pub.Stats{UnderReplicated: 42, Nodes: []pub.NodeStats{
 		{Name: "data-a", Addr: "10.0.0.1:17914", InFlightBatches: 3, BytesInUse: 4096},
 		{Name: "data-b", Addr: "10.0.0.2:17914", Down: true},
 		{Name: "data-gone", Addr: "10.0.0.9:17914", InFlightBatches: 1},
@@ -58,6 +58,9 @@ func TestStatusPage(t *testing.T) {
 		PubStats: func() pub.Stats { return stats },
 		Table:    func() *route.Table { return table },
 		Writes:   reg,
+		Hinted: func() map[string]map[string][]uint32 {
+			return map[string]map[string][]uint32{"empty<g>": {"data-b": {0}, "data-a": {0, 3}}}
+		},
 	})
 
 	t0 := time.Unix(1_700_000_000, 0)
@@ -87,6 +90,9 @@ func TestStatusPage(t *testing.T) {
 		`<td>data-gone</td><td>data</td><td>10.0.0.9:17914</td><td></td><td class="leaving">leaving</td>`,
 		// placement
 		`group <span class="group">sw_metric</span>: 2 shards, 0 replicas`,
+		// replication: copies not made, and the nodes keeping hints, sorted
+		`could not make for want of live data nodes, since start: 42.`,
+		`<p class="error hinted" data-group="empty&lt;g&gt;">Hints kept, copies still to make: data-a: shards [0 3]; data-b: shards [0]</p>`,
 		// rates: 50 received and 10 rejected over 5 s; totals include later writes
 		`<td>sw_metric</td><td>measure</td><td class="num">10.0</td><td class="num">57</td>`,
 		`<tr class="error"><td>sw_metric</td><td>measure</td><td>STATUS_INVALID_ARGUMENT</td><td class="num">2.0</td><td class="num">10</td>`,
