@@ -91,7 +91,13 @@ type Observer interface {
 // has room, so a batch's payload list is sent as is.
 //
 // Connections are lazy: a node is dialled when the first message is routed
-// to it. Each node gets one gRPC connection and StreamsPerNode streams.
+// to it. Each node gets one gRPC connection, StreamsPerNode streams for
+// writes and one for requests (Broadcast), each with its own queue and
+// byte budget, so a slow or large query answer never takes a write's
+// window slot, trips its stall timer or sits in front of its acks. A
+// request stream is stalled only once its requests' deadlines have passed
+// too (a live subscriber answers every request by its deadline); the
+// node's health (down, the retry budget) follows its write streams.
 //
 // Backpressure: each node has a budget of MaxBytesPerNode payload bytes,
 // counting messages queued for it and messages in flight to it. Publish

@@ -32,28 +32,34 @@ type node struct {
 	// for the retry budget, refused our protocol version, or left the table.
 	down atomic.Bool
 
-	// q holds its queued and in-flight messages and its byte budget; q
-	// closed means the node left the table and takes no new messages.
-	q *sendq.Queue
+	// q holds its queued and in-flight writes and their byte budget; q
+	// closed means the node left the table and takes no new messages. rq
+	// does the same for requests (Broadcast: queries), sent on a stream of
+	// their own so that a slow or large answer never holds a write back
+	// (a window slot, the stall timer, a frame in the way of acks).
+	q, rq *sendq.Queue
 
 	// mu guards everything below. The node's stream loops and the
 	// maintenance loop take it, briefly; nobody holds it while doing I/O.
 	// Under it the queue's locks may be taken.
 	mu           sync.Mutex
-	streams      []*stream
-	up           int       // streams past their handshake
+	streams      []*stream // StreamsPerNode for writes, then one for requests
+	up           int       // write streams past their handshake
 	downSince    time.Time // when the last stream went down; zero while one is up
 	incompatible bool
 	removedAt    time.Time
 }
 
 func newNode(c *Client, rn route.Node) *node {
-	q := sendq.New(sendq.Config{
+	cfg := sendq.Config{
 		Node: rn.Name, MaxBytes: c.cfg.MaxBytesPerNode, MaxInFlight: c.cfg.MaxInFlightBatches,
 		MaxBatchMessages: c.cfg.MaxBatchMessages, MaxBatchBytes: c.cfg.MaxBatchBytes, Counters: &c.counters,
-	})
-	return &node{c: c, name: rn.Name, addr: rn.Addr, q: q}
+	}
+	return &node{c: c, name: rn.Name, addr: rn.Addr, q: sendq.New(cfg), rq: sendq.New(cfg)}
 }
+
+// queues are the node's write and request queues.
+func (n *node) queues() [2]*sendq.Queue { return [2]*sendq.Queue{n.q, n.rq} }
 
 // ensureStarted dials the node and starts its streams on first use. It
 // reports false once the client has stopped.
@@ -88,8 +94,12 @@ func (n *node) ensureStarted() bool {
 		return true
 	}
 	n.conn.Store(conn)
-	for i := range c.cfg.StreamsPerNode {
-		s := newStream(n, i)
+	for i := range c.cfg.StreamsPerNode + 1 {
+		q := n.q
+		if i == c.cfg.StreamsPerNode {
+			q = n.rq // the last stream carries requests
+		}
+		s := newStream(n, i, q)
 		n.streams = append(n.streams, s)
 		n.wg.Add(1)
 		go s.run(n.ctx)
@@ -117,7 +127,11 @@ func (n *node) enqueue(h *sendq.Head, payload []byte, m *msg) (f queue.Future, r
 	if !n.ensureStarted() {
 		return f, nil, false, n.c.errClosed(h.Topic)
 	}
-	f, room, queued = n.q.Push(h, payload, m)
+	q := n.q
+	if h.Pinned() {
+		q = n.rq
+	}
+	f, room, queued = q.Push(h, payload, m)
 	return f, room, queued, nil
 }
 
@@ -139,8 +153,13 @@ func (n *node) tick(now time.Time, otherUp bool) []*msg {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.q.Expire(nowNano)
+	n.rq.Expire(nowNano)
 	for _, s := range n.streams {
-		if k, stalled := n.q.Stalled(s.w, nowNano, cfg.StallTimeout); stalled && s.abort != nil {
+		stalledFn := s.q.Stalled
+		if s.q == n.rq {
+			stalledFn = s.q.StalledPastDeadline
+		}
+		if k, stalled := stalledFn(s.w, nowNano, cfg.StallTimeout); stalled && s.abort != nil {
 			n.c.log.Warn("stream to data node stalled; reopening it", "node", n.name, "stream", s.idx,
 				"in_flight_batches", k, "stall_timeout", cfg.StallTimeout)
 			s.abort(fmt.Errorf("no ack for %s with %d batches in flight: %w", cfg.StallTimeout, k, errStalled))
@@ -155,6 +174,9 @@ func (n *node) tick(now time.Time, otherUp bool) []*msg {
 	if (n.q.Closed() || (n.down.Load() && otherUp)) && n.q.Queued() > 0 {
 		return n.q.Drain()
 	}
+	if n.rq.Closed() && n.rq.Queued() > 0 {
+		return n.rq.Drain() // pinned: failed by replace, never moved
+	}
 	return nil
 }
 
@@ -164,12 +186,15 @@ func (n *node) tick(now time.Time, otherUp bool) []*msg {
 func (n *node) streamUp(s *stream, abort context.CancelCauseFunc, maxBatchBytes int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.q.Open(s.w, maxBatchBytes, time.Now().UnixNano())
-	n.up++
+	s.q.Open(s.w, maxBatchBytes, time.Now().UnixNano())
 	s.abort = abort
 	if s.sessions++; s.sessions > 1 {
 		n.c.reconnects.Add(1)
 	}
+	if s.q == n.rq {
+		return // the node's health is its write streams'
+	}
+	n.up++
 	if !n.downSince.IsZero() {
 		n.c.log.Info("data node reachable again", "node", n.name, "down_for", time.Since(n.downSince))
 	}
@@ -185,11 +210,18 @@ func (n *node) streamUp(s *stream, abort context.CancelCauseFunc, maxBatchBytes 
 func (n *node) streamEnded(s *stream, wasUp, incompatible bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	s.abort = nil
+	s.q.Requeue(s.w)
+	if s.q == n.rq {
+		if incompatible {
+			n.incompatible = true
+			n.down.Store(true)
+		}
+		return // the node's health is its write streams'
+	}
 	if wasUp {
 		n.up--
 	}
-	s.abort = nil
-	n.q.Requeue(s.w)
 	if n.up == 0 && n.downSince.IsZero() {
 		n.downSince = time.Now()
 	}
@@ -204,6 +236,7 @@ func (n *node) retire() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.q.Close()
+	n.rq.Close()
 	n.removedAt = time.Now()
 	n.down.Store(true)
 }
@@ -213,7 +246,7 @@ func (n *node) retire() {
 func (n *node) retired(now time.Time) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.q.Closed() && (n.q.InFlight() == 0 || now.Sub(n.removedAt) >= n.c.cfg.RetryBudget)
+	return n.q.Closed() && (n.q.InFlight()+n.rq.InFlight() == 0 || now.Sub(n.removedAt) >= n.c.cfg.RetryBudget)
 }
 
 // stop ends the node's streams, waits for their goroutines and closes its
@@ -236,12 +269,19 @@ func (n *node) stop() {
 func (n *node) takeAll() []*msg {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.q.Close()
 	n.down.Store(true)
-	return n.q.Drain()
+	var out []*msg
+	for _, q := range n.queues() {
+		q.Close()
+		out = append(out, q.Drain()...)
+	}
+	return out
 }
 
 // usedBytes is the budget in use, for gauges and error messages.
-func (n *node) usedBytes() int64 { return n.q.Used() }
+func (n *node) usedBytes() int64 { return n.q.Used() + n.rq.Used() }
 
-func (n *node) outstanding() int64 { return n.q.Outstanding() }
+func (n *node) outstanding() int64 { return n.q.Outstanding() + n.rq.Outstanding() }
+
+// inFlight counts the batches sent to the node and not yet acked.
+func (n *node) inFlight() int64 { return n.q.InFlight() + n.rq.InFlight() }

@@ -30,8 +30,10 @@ type scripted struct {
 	seen map[string]int // payloads of acked messages
 }
 
+// Stream numbers its sessions by their first batch, so that the
+// publisher's idle request stream takes no number.
 func (s *scripted) Stream(st clusterv1.QueueService_StreamServer) error {
-	session := s.sessions.Add(1)
+	var session int64
 	req, err := st.Recv()
 	if err != nil {
 		return err
@@ -49,6 +51,9 @@ func (s *scripted) Stream(st clusterv1.QueueService_StreamServer) error {
 			return err
 		}
 		b := req.GetBatch()
+		if session == 0 {
+			session = s.sessions.Add(1)
+		}
 		ack := s.onBatch(session, b)
 		if ack == nil {
 			return status.Error(codes.Unavailable, "scripted: stream broken")

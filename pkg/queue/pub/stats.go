@@ -64,7 +64,7 @@ func (c *Client) Stats() Stats {
 	for n := range c.all {
 		ns := NodeStats{
 			Name: n.name, Addr: n.addr, Down: n.down.Load(),
-			InFlightBatches: n.q.InFlight(), BytesInUse: n.usedBytes(),
+			InFlightBatches: n.inFlight(), BytesInUse: n.usedBytes(),
 		}
 		st.BytesInUse += ns.BytesInUse
 		st.Nodes = append(st.Nodes, ns)

@@ -32,7 +32,8 @@ var (
 type stream struct {
 	n          *node
 	idx        int
-	w          *sendq.Window // its batches in flight, in n's queue
+	q          *sendq.Queue  // n's queue it sends: writes or requests
+	w          *sendq.Window // its batches in flight, in q
 	windowFree chan struct{} // an ack freed a window slot
 
 	// Under n.mu.
@@ -44,10 +45,10 @@ type stream struct {
 	frame *clusterv1.Batch
 }
 
-func newStream(n *node, idx int) *stream {
+func newStream(n *node, idx int, q *sendq.Queue) *stream {
 	f := &clusterv1.Batch{}
 	return &stream{
-		n: n, idx: idx, w: n.q.NewWindow(), windowFree: make(chan struct{}, 1),
+		n: n, idx: idx, q: q, w: q.NewWindow(), windowFree: make(chan struct{}, 1),
 		req:   &clusterv1.StreamRequest{Frame: &clusterv1.StreamRequest_Batch{Batch: f}},
 		frame: f,
 	}
@@ -161,7 +162,7 @@ func (s *stream) handshake(ctx context.Context, conn *grpc.ClientConn) (clientSt
 func (s *stream) sendLoop(ctx context.Context, st clientStream) error {
 	n := s.n
 	for {
-		b, r := n.q.Take(s.w)
+		b, r := s.q.Take(s.w)
 		switch r {
 		case sendq.Full:
 			select {
@@ -173,14 +174,14 @@ func (s *stream) sendLoop(ctx context.Context, st clientStream) error {
 		case sendq.Held:
 			select {
 			case <-s.windowFree:
-			case <-n.q.Work(): // a held batch may have grown enough
+			case <-s.q.Work(): // a held batch may have grown enough
 			case <-ctx.Done():
 				return nil
 			}
 			continue
 		case sendq.Empty:
 			select {
-			case <-n.q.Work():
+			case <-s.q.Work():
 			case <-ctx.Done():
 				return nil
 			}
@@ -243,7 +244,7 @@ func (s *stream) recvLoop(st clientStream) error {
 func (s *stream) onAck(ack *clusterv1.Ack) error {
 	n := s.n
 	now := time.Now().UnixNano()
-	b := n.q.Landed(s.w, ack.GetBatchId(), now)
+	b := s.q.Landed(s.w, ack.GetBatchId(), now)
 	if b == nil {
 		return fmt.Errorf("node %s: %w: ack for batch %d, which is not in flight", n.name, errProtocol, ack.GetBatchId())
 	}
@@ -255,10 +256,10 @@ func (s *stream) onAck(ack *clusterv1.Ack) error {
 	default:
 	}
 	if ack.GetBatchFailure() == nil && len(ack.GetFailures()) == 0 {
-		n.q.Acked(b, ack.GetReplies(), now)
+		s.q.Acked(b, ack.GetReplies(), now)
 		return nil
 	}
-	if retry := n.q.Failed(b, ack.GetReplies(), now, s.judge(ack, b.Len())); len(retry) > 0 {
+	if retry := s.q.Failed(b, ack.GetReplies(), now, s.judge(ack, b.Len())); len(retry) > 0 {
 		n.c.retryLater(retry...)
 	}
 	return nil

@@ -43,6 +43,24 @@ func (q *Queue) Stalled(w *Window, now int64, d time.Duration) (inFlight int, st
 	return len(w.pending), len(w.pending) > 0 && now-w.lastProgress > int64(d)
 }
 
+// StalledPastDeadline is Stalled for a window of requests, which may
+// rightly go unanswered for as long as their deadlines allow (a slow
+// query): it is stalled only once, on top of d without an ack, d has
+// passed since the latest deadline of its batches in flight, by which a
+// live subscriber has answered every one of them.
+func (q *Queue) StalledPastDeadline(w *Window, now int64, d time.Duration) (inFlight int, stalled bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(w.pending) == 0 || now-w.lastProgress <= int64(d) {
+		return len(w.pending), false
+	}
+	latest := int64(0)
+	for _, b := range w.pending {
+		latest = max(latest, b.maxDeadline)
+	}
+	return len(w.pending), now > latest+int64(d)
+}
+
 // TakeResult says what Take did.
 type TakeResult int
 
