@@ -1,0 +1,76 @@
+package schema
+
+import (
+	"google.golang.org/protobuf/proto"
+
+	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
+	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	propertyv1 "github.com/banyand-io/banyand/api/proto/banyandb/property/v1"
+	"github.com/banyand-io/banyand/pkg/route"
+)
+
+// DefaultPropertyLimit is a property query's limit when it asks for 0, as
+// in BanyanDB v0.10 (banyand/liaison/grpc/property.go).
+const DefaultPropertyLimit = 100
+
+// PropertySeriesKey is the series key of property (name, id): the shard
+// is route.ShardID of it, and data nodes key the record by its hash and
+// the id.
+func PropertySeriesKey(dst []byte, name, id string) ([]byte, error) {
+	return route.AppendSeriesKey(dst, name, []route.EntityValue{route.StrValue(id)})
+}
+
+// MergeTags is STRATEGY_MERGE: the tags sent, then those of prev that
+// were not sent, in prev's order (BanyanDB's order).
+func MergeTags(prev, sent []*modelv1.Tag) []*modelv1.Tag {
+	out := make([]*modelv1.Tag, 0, len(prev)+len(sent))
+	out = append(out, sent...)
+	for _, t := range prev {
+		if !hasTag(sent, t.GetKey()) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func hasTag(tags []*modelv1.Tag, key string) bool {
+	for _, t := range tags {
+		if t.GetKey() == key {
+			return true
+		}
+	}
+	return false
+}
+
+// Revision is a property's revision: its metadata's mod_revision.
+func Revision(p *propertyv1.Property) int64 { return p.GetMetadata().GetModRevision() }
+
+// ApplyProperty is the revision rule of a data node: cur is the record
+// it holds for the property (nil: none), w a write of it. A write whose
+// revision is not above cur's changes nothing (a redelivery, or a
+// straggler a later revision already superseded), so the highest
+// revision wins whatever order writes arrive in. Otherwise the result is
+// w's property, its tags merged into cur's live ones unless w replaces or
+// deletes; a delete keeps a tombstone carrying its revision, so that an
+// older write arriving after it changes nothing either. create_revision
+// is the first live revision's.
+func ApplyProperty(cur *clusterv1.StoredProperty, w *clusterv1.PropertyWrite) (*clusterv1.StoredProperty, bool) {
+	rev := Revision(w.GetProperty())
+	if cur != nil && Revision(cur.GetProperty()) >= rev {
+		return cur, false
+	}
+	p := proto.CloneOf(w.GetProperty())
+	live := cur != nil && !cur.GetDeleted()
+	p.Metadata.CreateRevision = rev
+	if live {
+		p.Metadata.CreateRevision = cur.GetProperty().GetMetadata().GetCreateRevision()
+	}
+	switch {
+	case w.GetDelete():
+		p.Tags = nil
+		return &clusterv1.StoredProperty{Property: p, Deleted: true}, true
+	case live && w.GetStrategy() != propertyv1.ApplyRequest_STRATEGY_REPLACE:
+		p.Tags = MergeTags(cur.GetProperty().GetTags(), p.GetTags())
+	}
+	return &clusterv1.StoredProperty{Property: p}, true
+}
