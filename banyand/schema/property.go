@@ -1,6 +1,9 @@
 package schema
 
 import (
+	"cmp"
+	"slices"
+
 	"google.golang.org/protobuf/proto"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
@@ -73,4 +76,85 @@ func ApplyProperty(cur *clusterv1.StoredProperty, w *clusterv1.PropertyWrite) (*
 		p.Tags = MergeTags(cur.GetProperty().GetTags(), p.GetTags())
 	}
 	return &clusterv1.StoredProperty{Property: p}, true
+}
+
+// SortProperties orders properties as a query answers them: by the
+// order_by tag's value when there is one (nulls and values of another
+// type first, descending reverses it), then by group, name and id. The
+// liaison sorts merged answers with it too.
+func SortProperties[T any](items []T, key func(T) (*modelv1.TagValue, *clusterv1.StoredProperty), desc bool) {
+	slices.SortStableFunc(items, func(a, b T) int {
+		va, pa := key(a)
+		vb, pb := key(b)
+		if c := compareOrderValues(va, vb); c != 0 {
+			if desc {
+				return -c
+			}
+			return c
+		}
+		ma, mb := pa.GetProperty().GetMetadata(), pb.GetProperty().GetMetadata()
+		return cmp.Or(cmp.Compare(ma.GetGroup(), mb.GetGroup()), cmp.Compare(ma.GetName(), mb.GetName()),
+			cmp.Compare(pa.GetProperty().GetId(), pb.GetProperty().GetId()))
+	})
+}
+
+func compareOrderValues(a, b *modelv1.TagValue) int {
+	if a == nil || b == nil || a.GetValue() == nil || b.GetValue() == nil {
+		return cmp.Compare(boolInt(a.GetValue() != nil), boolInt(b.GetValue() != nil))
+	}
+	if c, ok := CompareTagValues(a, b); ok {
+		return c
+	}
+	return cmp.Compare(TagKindName(a), TagKindName(b))
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// CompareTagValues orders a stored value against a query value of the same
+// scalar type; ok is false when the types differ (no match).
+func CompareTagValues(got, want *modelv1.TagValue) (c int, ok bool) {
+	switch w := want.GetValue().(type) {
+	case *modelv1.TagValue_Int:
+		if g, ok := got.GetValue().(*modelv1.TagValue_Int); ok {
+			return cmp.Compare(g.Int.GetValue(), w.Int.GetValue()), true
+		}
+	case *modelv1.TagValue_Str:
+		if g, ok := got.GetValue().(*modelv1.TagValue_Str); ok {
+			return cmp.Compare(g.Str.GetValue(), w.Str.GetValue()), true
+		}
+	case *modelv1.TagValue_Timestamp:
+		if g, ok := got.GetValue().(*modelv1.TagValue_Timestamp); ok {
+			if c := cmp.Compare(g.Timestamp.GetSeconds(), w.Timestamp.GetSeconds()); c != 0 {
+				return c, true
+			}
+			return cmp.Compare(g.Timestamp.GetNanos(), w.Timestamp.GetNanos()), true
+		}
+	}
+	return 0, false
+}
+
+// TagKindName names the kind of value v holds, for messages and orders.
+func TagKindName(v *modelv1.TagValue) string {
+	switch v.GetValue().(type) {
+	case *modelv1.TagValue_Null:
+		return "null"
+	case *modelv1.TagValue_Str:
+		return "string"
+	case *modelv1.TagValue_Int:
+		return "int"
+	case *modelv1.TagValue_StrArray:
+		return "string array"
+	case *modelv1.TagValue_IntArray:
+		return "int array"
+	case *modelv1.TagValue_BinaryData:
+		return "binary"
+	case *modelv1.TagValue_Timestamp:
+		return "timestamp"
+	}
+	return "empty"
 }

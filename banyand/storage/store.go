@@ -108,6 +108,11 @@ type Store struct {
 	// holders, when set, records the (group, shard) pairs this node holds
 	// before it stores the first write of each.
 	holders HolderRecorder
+
+	// propertyMu makes this node the single writer of its properties:
+	// a property write reads the record it replaces and merges into it,
+	// held from the read until the result is durable (property.go).
+	propertyMu sync.Mutex
 }
 
 // HolderRecorder records that this node holds data of a group's shard, so

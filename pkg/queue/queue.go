@@ -19,6 +19,10 @@ const (
 	TopicMeasureWrite Topic = "measure-write"
 	TopicStreamQuery  Topic = "stream-query"
 	TopicMeasureQuery Topic = "measure-query"
+	// TopicPropertyWrite carries cluster.v1.PropertyWrite (Apply and
+	// Delete), TopicPropertyQuery cluster.v1.PropertyQuery.
+	TopicPropertyWrite Topic = "property-write"
+	TopicPropertyQuery Topic = "property-query"
 )
 
 // Errors callers branch on; implementations wrap them with detail.
