@@ -34,9 +34,9 @@ type pendingProperty struct {
 // WriteProperties applies marshalled cluster.v1.PropertyWrite messages
 // (docs/design/properties.md). This node is the single writer of its
 // properties: under propertyMu each write reads the record it replaces
-// (or the one an earlier write of the batch left), applies the revision
-// rule (schema.ApplyProperty) and the batch's results are one synced
-// commit. A message that does not decode fails alone (queue.ErrInvalidMessage);
+// (or the one an earlier write of the batch left; or the write's base
+// when that is later), applies the revision rule (schema.ApplyProperty)
+// and the batch's results are one synced commit. A message that does not decode fails alone (queue.ErrInvalidMessage);
 // a failed commit fails the batch, nothing written.
 func (s *Store) WriteProperties(ctx context.Context, msgs [][]byte) []error {
 	var errs []error
@@ -77,6 +77,9 @@ func (s *Store) WriteProperties(ctx context.Context, msgs [][]byte) []error {
 			pp = &pendingProperty{rec: cur, seriesKey: w.GetSeriesKey()}
 			pending[k] = pp
 			order = append(order, k)
+		}
+		if base := w.GetBase(); base != nil && schema.Revision(base.GetProperty()) > schema.Revision(pp.rec.GetProperty()) {
+			pp.rec = base // the liaison read a later record than this node holds
 		}
 		if next, changed := schema.ApplyProperty(pp.rec, w); changed {
 			pp.rec, pp.dirty = next, true

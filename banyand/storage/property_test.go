@@ -134,3 +134,41 @@ func TestPropertyWritesMergeAndSurviveRestart(t *testing.T) {
 		t.Fatalf("a write without id: %v", errs)
 	}
 }
+
+// A merge lands on the latest record this node or the liaison knows: a
+// copy re-placed on a node that never held the property merges into the
+// base the liaison read; a node holding a later record than that base (a
+// concurrent apply landed first) merges into its own.
+func TestPropertyMergeIntoTheLatestBase(t *testing.T) {
+	s := openStore(t, t.TempDir(), nil)
+	merge := propertyv1.ApplyRequest_STRATEGY_MERGE
+	withBase := func(msg []byte, base *clusterv1.StoredProperty) []byte {
+		var w clusterv1.PropertyWrite
+		if err := proto.Unmarshal(msg, &w); err != nil {
+			t.Fatal(err)
+		}
+		w.Base = base
+		b, err := proto.Marshal(&w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	base := &clusterv1.StoredProperty{Property: &propertyv1.Property{
+		Metadata: &commonv1.Metadata{Group: testGroup, Name: "ui", ModRevision: 10, CreateRevision: 5}, Id: "a",
+		Tags: []*modelv1.Tag{strPropTag("config", "from base"), intTag("disabled", 0)},
+	}}
+	writeProperties(t, s, withBase(propertyMsg(t, "a", 20, merge, false, intTag("disabled", 1)), base))
+	a := queryProperties(t, s, &propertyv1.QueryRequest{})["a"]
+	if len(a.GetProperty().GetTags()) != 2 || a.GetProperty().GetTags()[1].GetValue().GetStr().GetValue() != "from base" ||
+		a.GetProperty().GetMetadata().GetCreateRevision() != 5 {
+		t.Fatalf("a node without the property merged into %v, want the base's config and create revision", a)
+	}
+	// This node now holds revision 20, later than a base of revision 10
+	// another liaison read: that write's merge goes into revision 20.
+	writeProperties(t, s, withBase(propertyMsg(t, "a", 30, merge, false, strPropTag("config", "new")), base))
+	a = queryProperties(t, s, &propertyv1.QueryRequest{})["a"]
+	if got := a.GetProperty().GetTags(); len(got) != 2 || got[1].GetValue().GetInt().GetValue() != 1 {
+		t.Fatalf("merged over a later record than its base: %v, want disabled = 1 kept", got)
+	}
+}

@@ -392,14 +392,20 @@ func (x *MeasureQuery) GetSchema() *v12.Measure {
 // its shard (docs/design/properties.md). property.metadata.mod_revision is
 // the revision the liaison stamped; a data node keeps, of one property,
 // the record with the highest revision, merging a STRATEGY_MERGE write
-// into the live record it replaces. delete writes a tombstone.
+// into the latest record it knows: its own or base, whichever has the
+// higher revision. delete writes a tombstone.
 type PropertyWrite struct {
-	state         protoimpl.MessageState    `protogen:"open.v1"`
-	ShardId       uint32                    `protobuf:"varint,1,opt,name=shard_id,json=shardId,proto3" json:"shard_id,omitempty"`
-	SeriesKey     []byte                    `protobuf:"bytes,2,opt,name=series_key,json=seriesKey,proto3" json:"series_key,omitempty"`
-	Property      *v13.Property             `protobuf:"bytes,3,opt,name=property,proto3" json:"property,omitempty"`
-	Strategy      v13.ApplyRequest_Strategy `protobuf:"varint,4,opt,name=strategy,proto3,enum=banyandb.property.v1.ApplyRequest_Strategy" json:"strategy,omitempty"`
-	Delete        bool                      `protobuf:"varint,5,opt,name=delete,proto3" json:"delete,omitempty"`
+	state     protoimpl.MessageState    `protogen:"open.v1"`
+	ShardId   uint32                    `protobuf:"varint,1,opt,name=shard_id,json=shardId,proto3" json:"shard_id,omitempty"`
+	SeriesKey []byte                    `protobuf:"bytes,2,opt,name=series_key,json=seriesKey,proto3" json:"series_key,omitempty"`
+	Property  *v13.Property             `protobuf:"bytes,3,opt,name=property,proto3" json:"property,omitempty"`
+	Strategy  v13.ApplyRequest_Strategy `protobuf:"varint,4,opt,name=strategy,proto3,enum=banyandb.property.v1.ApplyRequest_Strategy" json:"strategy,omitempty"`
+	Delete    bool                      `protobuf:"varint,5,opt,name=delete,proto3" json:"delete,omitempty"`
+	// base is the record the liaison read before it stamped the revision
+	// (unset: none): a node that lacks it (a copy re-placed on a node that
+	// never held the property, or a node that missed a write) merges into
+	// it rather than into nothing.
+	Base          *StoredProperty `protobuf:"bytes,6,opt,name=base,proto3" json:"base,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -467,6 +473,13 @@ func (x *PropertyWrite) GetDelete() bool {
 		return x.Delete
 	}
 	return false
+}
+
+func (x *PropertyWrite) GetBase() *StoredProperty {
+	if x != nil {
+		return x.Base
+	}
+	return nil
 }
 
 // StoredProperty is a property as a data node keeps it: the latest
@@ -658,14 +671,15 @@ const file_banyandb_cluster_v1_data_proto_rawDesc = "" +
 	"\bversions\x18\x03 \x03(\x03R\bversions\"\x82\x01\n" +
 	"\fMeasureQuery\x12;\n" +
 	"\arequest\x18\x01 \x01(\v2!.banyandb.measure.v1.QueryRequestR\arequest\x125\n" +
-	"\x06schema\x18\x02 \x01(\v2\x1d.banyandb.database.v1.MeasureR\x06schema\"\xe6\x01\n" +
+	"\x06schema\x18\x02 \x01(\v2\x1d.banyandb.database.v1.MeasureR\x06schema\"\x9f\x02\n" +
 	"\rPropertyWrite\x12\x19\n" +
 	"\bshard_id\x18\x01 \x01(\rR\ashardId\x12\x1d\n" +
 	"\n" +
 	"series_key\x18\x02 \x01(\fR\tseriesKey\x12:\n" +
 	"\bproperty\x18\x03 \x01(\v2\x1e.banyandb.property.v1.PropertyR\bproperty\x12G\n" +
 	"\bstrategy\x18\x04 \x01(\x0e2+.banyandb.property.v1.ApplyRequest.StrategyR\bstrategy\x12\x16\n" +
-	"\x06delete\x18\x05 \x01(\bR\x06delete\"f\n" +
+	"\x06delete\x18\x05 \x01(\bR\x06delete\x127\n" +
+	"\x04base\x18\x06 \x01(\v2#.banyandb.cluster.v1.StoredPropertyR\x04base\"f\n" +
 	"\x0eStoredProperty\x12:\n" +
 	"\bproperty\x18\x01 \x01(\v2\x1e.banyandb.property.v1.PropertyR\bproperty\x12\x18\n" +
 	"\adeleted\x18\x02 \x01(\bR\adeleted\"\x87\x01\n" +
@@ -722,15 +736,16 @@ var file_banyandb_cluster_v1_data_proto_depIdxs = []int32{
 	15, // 6: banyandb.cluster.v1.MeasureQuery.schema:type_name -> banyandb.database.v1.Measure
 	16, // 7: banyandb.cluster.v1.PropertyWrite.property:type_name -> banyandb.property.v1.Property
 	17, // 8: banyandb.cluster.v1.PropertyWrite.strategy:type_name -> banyandb.property.v1.ApplyRequest.Strategy
-	16, // 9: banyandb.cluster.v1.StoredProperty.property:type_name -> banyandb.property.v1.Property
-	18, // 10: banyandb.cluster.v1.PropertyQuery.request:type_name -> banyandb.property.v1.QueryRequest
-	19, // 11: banyandb.cluster.v1.PropertyQuery.schemas:type_name -> banyandb.database.v1.Property
-	6,  // 12: banyandb.cluster.v1.PropertyQueryResult.properties:type_name -> banyandb.cluster.v1.StoredProperty
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	6,  // 9: banyandb.cluster.v1.PropertyWrite.base:type_name -> banyandb.cluster.v1.StoredProperty
+	16, // 10: banyandb.cluster.v1.StoredProperty.property:type_name -> banyandb.property.v1.Property
+	18, // 11: banyandb.cluster.v1.PropertyQuery.request:type_name -> banyandb.property.v1.QueryRequest
+	19, // 12: banyandb.cluster.v1.PropertyQuery.schemas:type_name -> banyandb.database.v1.Property
+	6,  // 13: banyandb.cluster.v1.PropertyQueryResult.properties:type_name -> banyandb.cluster.v1.StoredProperty
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_banyandb_cluster_v1_data_proto_init() }
