@@ -22,7 +22,6 @@ import (
 	"github.com/banyand-io/banyand/banyand/schema"
 	"github.com/banyand-io/banyand/pkg/queue"
 	"github.com/banyand-io/banyand/pkg/route"
-	"github.com/banyand-io/banyand/pkg/wire"
 )
 
 // propertyKind labels property writes in the write counters.
@@ -390,33 +389,12 @@ func checkPropertyTags(sch *databasev1.Property, tags []*modelv1.Tag) error {
 		if slices.ContainsFunc(tags[:i], func(o *modelv1.Tag) bool { return o.GetKey() == t.GetKey() }) {
 			return status.Errorf(codes.InvalidArgument, "tag %q is sent twice", t.GetKey())
 		}
-		k := tagValueKind(t.GetValue())
+		k := schema.TagValueKind(t.GetValue())
 		if !k.IsNull() && k != tagKinds[spec.GetType()] {
 			return status.Errorf(codes.InvalidArgument, "tag %q of property %s: a %s value does not fit %s", t.GetKey(), name, k, spec.GetType())
 		}
 	}
 	return nil
-}
-
-// tagValueKind is the kind of v's member, as the wire parser names it.
-func tagValueKind(v *modelv1.TagValue) wire.Kind {
-	switch v.GetValue().(type) {
-	case *modelv1.TagValue_Null:
-		return wire.KindNull
-	case *modelv1.TagValue_Str:
-		return wire.KindStr
-	case *modelv1.TagValue_StrArray:
-		return wire.KindStrArray
-	case *modelv1.TagValue_Int:
-		return wire.KindInt
-	case *modelv1.TagValue_IntArray:
-		return wire.KindIntArray
-	case *modelv1.TagValue_BinaryData:
-		return wire.KindBinary
-	case *modelv1.TagValue_Timestamp:
-		return wire.KindTimestamp
-	}
-	return wire.KindNone
 }
 
 func tagSpec(sch *databasev1.Property, name string) *databasev1.TagSpec {

@@ -10,6 +10,7 @@ import (
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	propertyv1 "github.com/banyand-io/banyand/api/proto/banyandb/property/v1"
 	"github.com/banyand-io/banyand/pkg/route"
+	"github.com/banyand-io/banyand/pkg/wire"
 )
 
 // DefaultPropertyLimit is a property query's limit when it asks for 0, as
@@ -105,7 +106,7 @@ func compareOrderValues(a, b *modelv1.TagValue) int {
 	if c, ok := CompareTagValues(a, b); ok {
 		return c
 	}
-	return cmp.Compare(TagKindName(a), TagKindName(b))
+	return cmp.Compare(TagValueKind(a), TagValueKind(b))
 }
 
 func boolInt(b bool) int {
@@ -138,23 +139,25 @@ func CompareTagValues(got, want *modelv1.TagValue) (c int, ok bool) {
 	return 0, false
 }
 
-// TagKindName names the kind of value v holds, for messages and orders.
-func TagKindName(v *modelv1.TagValue) string {
+// TagValueKind is the kind of v's member, as the wire parser names it:
+// the write rules check a value's type by it, and orders and messages
+// name it.
+func TagValueKind(v *modelv1.TagValue) wire.Kind {
 	switch v.GetValue().(type) {
 	case *modelv1.TagValue_Null:
-		return "null"
+		return wire.KindNull
 	case *modelv1.TagValue_Str:
-		return "string"
-	case *modelv1.TagValue_Int:
-		return "int"
+		return wire.KindStr
 	case *modelv1.TagValue_StrArray:
-		return "string array"
+		return wire.KindStrArray
+	case *modelv1.TagValue_Int:
+		return wire.KindInt
 	case *modelv1.TagValue_IntArray:
-		return "int array"
+		return wire.KindIntArray
 	case *modelv1.TagValue_BinaryData:
-		return "binary"
+		return wire.KindBinary
 	case *modelv1.TagValue_Timestamp:
-		return "timestamp"
+		return wire.KindTimestamp
 	}
-	return "empty"
+	return wire.KindNone
 }

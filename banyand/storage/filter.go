@@ -103,7 +103,7 @@ func compileCondition(c *modelv1.Condition, l *tagLayout, eq map[string]*modelv1
 		switch want.GetValue().(type) {
 		case *modelv1.TagValue_Int, *modelv1.TagValue_Str, *modelv1.TagValue_Timestamp:
 		default:
-			return nil, fmt.Errorf("%w: %v on a %s value (only int, string and timestamp order)", ErrUnimplemented, op, schema.TagKindName(want))
+			return nil, fmt.Errorf("%w: %v on a %s value (only int, string and timestamp order)", ErrUnimplemented, op, schema.TagValueKind(want))
 		}
 		accept := orderAccepts(op)
 		return func(t []*modelv1.TagFamilyForWrite) bool {
@@ -146,7 +146,7 @@ func members(tag string, op modelv1.Condition_BinaryOp, want *modelv1.TagValue) 
 			set = append(set, &modelv1.TagValue{Value: &modelv1.TagValue_Int{Int: &modelv1.Int{Value: i}}})
 		}
 	default:
-		return nil, fmt.Errorf("%w: %v on %q needs a str_array or int_array value, not %s", errInvalidQuery, op, tag, schema.TagKindName(want))
+		return nil, fmt.Errorf("%w: %v on %q needs a str_array or int_array value, not %s", errInvalidQuery, op, tag, schema.TagValueKind(want))
 	}
 	return set, nil
 }
