@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -384,4 +385,50 @@ func TestClusterPropertiesReadableWhenANodeStops(t *testing.T) {
 	if got := tagsOf(queryIDs(t, pc, &propertyv1.QueryRequest{Groups: []string{propGroup}, Name: propName, Ids: []string{"p01"}})["p01"]); !slices.Equal(got, []string{"level=100", "owner=second"}) {
 		t.Fatalf("p01 after an apply with a node stopped reads %v", got)
 	}
+}
+
+// Without replicas, a property query with a data node away fails
+// UNAVAILABLE naming it (the stream and measure rule), and a node that
+// comes back reads every property again, as last applied.
+func TestClusterPropertyQueryIsCompleteOrLoud(t *testing.T) {
+	c := startCluster(t, 2, 1)
+	conn := c.liaisons[0]
+	createPropertySchema(t, conn, 2, 0) // a shard a node
+	pc := propertyv1.NewPropertyServiceClient(conn)
+	ctx := ctxT(t)
+	const n = 20
+	for i := range n {
+		if _, err := pc.Apply(ctx, &propertyv1.ApplyRequest{Property: newProperty(propGroup, propName, fmt.Sprintf("p%02d", i), propInt("level", int64(i)))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	query := func() (int, error) {
+		resp, err := pc.Query(ctx, &propertyv1.QueryRequest{Groups: []string{propGroup}, Name: propName, Limit: math.MaxInt32})
+		return len(resp.GetProperties()), err
+	}
+	c.data[1].stop(t)
+	poll.Within(t, 20*time.Second, "a property query without data-1 fails UNAVAILABLE naming it", func() bool {
+		got, err := query()
+		if err == nil {
+			if got < n {
+				t.Fatalf("query answered OK with %d of %d properties", got, n)
+			}
+			return false
+		}
+		if status.Code(err) != codes.Unavailable {
+			t.Fatalf("query with data-1 away: %v, want UNAVAILABLE", err)
+		}
+		return strings.Contains(err.Error(), "data-1")
+	})
+	// An Apply reads the property first: with a holder of the group away
+	// it fails loud too, rather than merging into nothing.
+	_, err := pc.Apply(ctx, &propertyv1.ApplyRequest{Property: newProperty(propGroup, propName, "p01", propInt("level", 100))})
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("apply with data-1 away: %v, want UNAVAILABLE", err)
+	}
+	c.data[1] = c.startDataNode(1)
+	poll.Within(t, 20*time.Second, "every property read once data-1 is back", func() bool {
+		got, err := query()
+		return err == nil && got == n
+	})
 }
