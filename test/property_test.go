@@ -171,6 +171,7 @@ func checkProperties(t *testing.T, conn *grpc.ClientConn) {
 	}
 
 	// Bad input: a clear status each, and nothing stored.
+	createStreamSchema(t, conn, 1)
 	wrongType := newProperty(propGroup, propName, "x", propStr("level", "high"))
 	for _, tc := range []struct {
 		what string
@@ -216,6 +217,38 @@ func checkProperties(t *testing.T, conn *grpc.ClientConn) {
 			_, err := c.Delete(ctx, &propertyv1.DeleteRequest{Group: propGroup})
 			return err
 		}, codes.InvalidArgument},
+		{"no property", func() error {
+			_, err := c.Apply(ctx, &propertyv1.ApplyRequest{})
+			return err
+		}, codes.InvalidArgument},
+		{"a strategy that does not exist", func() error {
+			_, err := c.Apply(ctx, &propertyv1.ApplyRequest{Property: newProperty(propGroup, propName, "x", propInt("level", 1)), Strategy: 7})
+			return err
+		}, codes.InvalidArgument},
+		{"apply to a stream group", func() error {
+			_, err := c.Apply(ctx, &propertyv1.ApplyRequest{Property: newProperty(streamGroup, propName, "x", propInt("level", 1))})
+			return err
+		}, codes.FailedPrecondition},
+		{"query of a stream group", func() error {
+			_, err := c.Query(ctx, &propertyv1.QueryRequest{Groups: []string{streamGroup}, Name: propName})
+			return err
+		}, codes.FailedPrecondition},
+		{"query of a missing property schema", func() error {
+			_, err := c.Query(ctx, &propertyv1.QueryRequest{Groups: []string{propGroup}, Name: "nope"})
+			return err
+		}, codes.NotFound},
+		{"order by an unknown tag", func() error {
+			_, err := c.Query(ctx, &propertyv1.QueryRequest{Groups: []string{propGroup}, Name: propName, OrderBy: &propertyv1.QueryOrder{TagName: "color"}})
+			return err
+		}, codes.InvalidArgument},
+		{"criteria nested too deep", func() error {
+			_, err := c.Query(ctx, &propertyv1.QueryRequest{Groups: []string{propGroup}, Name: propName, Criteria: nested(100)})
+			return err
+		}, codes.InvalidArgument},
+		{"delete in an unknown group", func() error {
+			_, err := c.Delete(ctx, &propertyv1.DeleteRequest{Group: "nope", Name: propName, Id: "a"})
+			return err
+		}, codes.NotFound},
 	} {
 		if err := tc.call(); status.Code(err) != tc.want {
 			t.Errorf("%s: %v, want %s", tc.what, err, tc.want)
