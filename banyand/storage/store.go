@@ -94,7 +94,9 @@ func (f SegmentIntervalFunc) SegmentInterval(group string) time.Duration { retur
 //
 // Backpressure: the store has no queue of its own. A write call blocks its
 // caller (the subscriber's batch) for one synced commit; concurrent calls
-// commit in parallel and share fsyncs. DropExpired holds new commits back
+// commit in parallel and share fsyncs, except property batches, which
+// commit one at a time (each reads the records it replaces; properties
+// are few and small). DropExpired holds new commits back
 // for the duration of its own single commit. Queries hold nothing but an
 // iterator per segment and keep at most offset+limit records in memory.
 type Store struct {
