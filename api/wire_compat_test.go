@@ -16,6 +16,7 @@ import (
 	_ "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	_ "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	_ "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	_ "github.com/banyand-io/banyand/api/proto/banyandb/property/v1"
 	_ "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 )
 
@@ -79,7 +80,6 @@ func TestWireCompatibleWithBanyanDB(t *testing.T) {
 // mismatch is only logged. Remove an entry when its part is served.
 var notYet = []struct{ prefix, what string }{
 	{"banyandb.trace.v1.", "the trace data model (TraceService)"},
-	{"banyandb.property.v1.", "the property data model (PropertyService)"},
 	{"banyandb.measure.v1.TopN", "the measure TopN query"},
 	{"banyandb.measure.v1.MeasureService.TopN", "the measure TopN query"},
 }

@@ -10,8 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	propertyv1 "github.com/banyand-io/banyand/api/proto/banyandb/property/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 	"github.com/banyand-io/banyand/banyand/roles"
 	"github.com/banyand-io/banyand/internal/poll"
@@ -188,6 +192,29 @@ func TestClusterMetrics(t *testing.T) {
 			t.Errorf("%s has %d series after writes to %d unknown groups, want at most 3", name, n, unknown)
 		}
 	}
+
+	// Property Apply and Delete count as writes of kind "property", and
+	// the data node times their commits like the other write topics.
+	createPropertySchema(t, conn, 1, 0)
+	pc := propertyv1.NewPropertyServiceClient(conn)
+	for _, id := range []string{"a", "b"} {
+		if _, err := pc.Apply(ctxT(t), &propertyv1.ApplyRequest{Property: newProperty(propGroup, propName, id, propInt("level", 1))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pc.Delete(ctxT(t), &propertyv1.DeleteRequest{Group: propGroup, Name: propName, Id: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pc.Apply(ctxT(t), &propertyv1.ApplyRequest{Property: newProperty(propGroup, "nope", "a", propInt("level", 1))}); status.Code(err) != codes.NotFound {
+		t.Fatalf("apply to a missing property schema: %v", err)
+	}
+	lm = scrape(t, l.HTTPBoundAddr())
+	pg, kind := `group="`+propGroup+`"`, `kind="property"`
+	lm.want(t, "property writes received", func(v float64) bool { return v == 4 }, "banyand_liaison_writes_received_total", pg, kind)
+	lm.want(t, "property writes answered", func(v float64) bool { return v == 3 }, "banyand_liaison_writes_answered_total", pg, kind, `status="STATUS_SUCCEED"`)
+	lm.want(t, "property writes refused", func(v float64) bool { return v == 1 }, "banyand_liaison_writes_answered_total", pg, kind, `status="STATUS_NOT_FOUND"`)
+	dm = scrape(t, s.HTTPBoundAddr())
+	dm.want(t, "property commits", atLeast(3), "banyand_storage_commit_duration_seconds_count", `topic="property-write"`)
 }
 
 // series counts the series of name.

@@ -46,6 +46,7 @@ func runOAP(t *testing.T, conn *grpc.ClientConn) {
 		return
 	}
 	t.Run("data", func(t *testing.T) { checkOAPData(t, conn) })
+	t.Run("ui templates", func(t *testing.T) { checkOAPProperties(t, conn) })
 }
 
 // expectedCreates is everything a first boot over an empty server creates

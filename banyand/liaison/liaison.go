@@ -13,6 +13,7 @@ import (
 
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
+	propertyv1 "github.com/banyand-io/banyand/api/proto/banyandb/property/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 	"github.com/banyand-io/banyand/banyand/schema"
 	"github.com/banyand-io/banyand/pkg/queue"
@@ -40,11 +41,12 @@ type Deps struct {
 }
 
 // Services are the client-facing services of one liaison: the stream and
-// measure services and the API version.
+// measure services, the property service and the API version.
 type Services struct {
-	Stream  *StreamService
-	Measure *MeasureService
-	Version *VersionService
+	Stream   *StreamService
+	Measure  *MeasureService
+	Property *PropertyService
+	Version  *VersionService
 }
 
 // NewServices builds the write and query services.
@@ -72,9 +74,10 @@ func NewServices(cfg WriteConfig, deps Deps) *Services {
 	}
 	q := &querier{logger: logger, schema: view, queue: deps.Queue, holders: deps.Holders, allowPartial: deps.AllowPartial, partial: partial}
 	return &Services{
-		Stream:  &StreamService{writer: w, query: q},
-		Measure: &MeasureService{writer: w, query: q},
-		Version: newVersionService(),
+		Stream:   &StreamService{writer: w, query: q},
+		Measure:  &MeasureService{writer: w, query: q},
+		Property: newPropertyService(&w, q),
+		Version:  newVersionService(),
 	}
 }
 
@@ -85,4 +88,5 @@ func (s *Services) Register(srv *grpc.Server) {
 	srv.RegisterService(decodeAsClientError(&commonv1.Service_ServiceDesc), s.Version)
 	srv.RegisterService(decodeAsClientError(&streamv1.StreamService_ServiceDesc), s.Stream)
 	srv.RegisterService(decodeAsClientError(&measurev1.MeasureService_ServiceDesc), s.Measure)
+	srv.RegisterService(decodeAsClientError(&propertyv1.PropertyService_ServiceDesc), s.Property)
 }

@@ -102,6 +102,11 @@ func clientAPIPolicy(method string) (auth.Scope, bool) {
 			return auth.ScopeWrite, false
 		}
 		return auth.ScopeRead, false
+	case service == "banyandb.property.v1.PropertyService":
+		if name == "Apply" || name == "Delete" {
+			return auth.ScopeWrite, false
+		}
+		return auth.ScopeRead, false
 	case strings.HasPrefix(service, "banyandb.database.v1."):
 		switch name {
 		case "Get", "List", "Exist":

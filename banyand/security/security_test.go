@@ -22,6 +22,9 @@ func TestClientAPIPolicy(t *testing.T) {
 		{"/banyandb.stream.v1.StreamService/Write", auth.ScopeWrite, false},
 		{"/banyandb.measure.v1.MeasureService/Write", auth.ScopeWrite, false},
 		{"/banyandb.stream.v1.StreamService/Query", auth.ScopeRead, false},
+		{"/banyandb.property.v1.PropertyService/Apply", auth.ScopeWrite, false},
+		{"/banyandb.property.v1.PropertyService/Delete", auth.ScopeWrite, false},
+		{"/banyandb.property.v1.PropertyService/Query", auth.ScopeRead, false},
 		{"/banyandb.measure.v1.MeasureService/Query", auth.ScopeRead, false},
 		{"/banyandb.measure.v1.MeasureService/TopN", auth.ScopeRead, false},
 		{"/banyandb.database.v1.GroupRegistryService/Get", auth.ScopeRead, false},
@@ -30,7 +33,7 @@ func TestClientAPIPolicy(t *testing.T) {
 		{"/banyandb.database.v1.GroupRegistryService/Create", auth.ScopeSchema, false},
 		{"/banyandb.database.v1.StreamRegistryService/Update", auth.ScopeSchema, false},
 		{"/banyandb.database.v1.MeasureRegistryService/Delete", auth.ScopeSchema, false},
-		{"/banyandb.property.v1.PropertyService/Apply", auth.ScopeSchema, false},
+		{"/banyandb.unknown.v1.SomeService/Apply", auth.ScopeSchema, false}, // anything unlisted
 	} {
 		scope, open := clientAPIPolicy(tc.method)
 		if scope != tc.scope || open != tc.open {

@@ -68,6 +68,8 @@ func TestStatusPage(t *testing.T) {
 	add(wc.Received("sw_metric", "measure"), 50)
 	add(wc.Answered("sw_metric", "measure", modelv1.Status_STATUS_SUCCEED), 40)
 	add(wc.Answered("sw_metric", "measure", modelv1.Status_STATUS_INVALID_ARGUMENT), 10)
+	add(wc.Received("sw_property", "property"), 5) // property Apply and Delete calls
+	add(wc.Answered("sw_property", "property", modelv1.Status_STATUS_SUCCEED), 5)
 	p.sample(t0.Add(Interval))
 	add(wc.Received("sw_metric", "measure"), 7) // after the sample: in the total, not the rate
 
@@ -97,6 +99,7 @@ func TestStatusPage(t *testing.T) {
 		`<td>sw_metric</td><td>measure</td><td class="num">10.0</td><td class="num">57</td>`,
 		`<tr class="error"><td>sw_metric</td><td>measure</td><td>STATUS_INVALID_ARGUMENT</td><td class="num">2.0</td><td class="num">10</td>`,
 		`<td>STATUS_SUCCEED</td><td class="num">8.0</td><td class="num">40</td>`,
+		`<td>sw_property</td><td>property</td><td class="num">1.0</td><td class="num">5</td>`,
 		"over the last 5s",
 		// escaping
 		"data-&lt;c&gt;", "empty&lt;g&gt;",

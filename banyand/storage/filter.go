@@ -2,7 +2,6 @@ package storage
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
 	"slices"
 
@@ -104,11 +103,11 @@ func compileCondition(c *modelv1.Condition, l *tagLayout, eq map[string]*modelv1
 		switch want.GetValue().(type) {
 		case *modelv1.TagValue_Int, *modelv1.TagValue_Str, *modelv1.TagValue_Timestamp:
 		default:
-			return nil, fmt.Errorf("%w: %v on a %s value (only int, string and timestamp order)", ErrUnimplemented, op, kindName(want))
+			return nil, fmt.Errorf("%w: %v on a %s value (only int, string and timestamp order)", ErrUnimplemented, op, schema.TagValueKind(want))
 		}
 		accept := orderAccepts(op)
 		return func(t []*modelv1.TagFamilyForWrite) bool {
-			c, ok := tagCompare(lookup(t, ref), want)
+			c, ok := schema.CompareTagValues(lookup(t, ref), want)
 			return ok && accept(c)
 		}, nil
 	case modelv1.Condition_BINARY_OP_IN, modelv1.Condition_BINARY_OP_NOT_IN:
@@ -147,7 +146,7 @@ func members(tag string, op modelv1.Condition_BinaryOp, want *modelv1.TagValue) 
 			set = append(set, &modelv1.TagValue{Value: &modelv1.TagValue_Int{Int: &modelv1.Int{Value: i}}})
 		}
 	default:
-		return nil, fmt.Errorf("%w: %v on %q needs a str_array or int_array value, not %s", errInvalidQuery, op, tag, kindName(want))
+		return nil, fmt.Errorf("%w: %v on %q needs a str_array or int_array value, not %s", errInvalidQuery, op, tag, schema.TagValueKind(want))
 	}
 	return set, nil
 }
@@ -196,49 +195,6 @@ func tagEqual(got, want *modelv1.TagValue) bool {
 func isNull(v *modelv1.TagValue) bool {
 	_, ok := v.GetValue().(*modelv1.TagValue_Null)
 	return ok
-}
-
-// tagCompare orders a stored value against a query value of the same
-// scalar type; ok is false when the types differ (no match).
-func tagCompare(got, want *modelv1.TagValue) (c int, ok bool) {
-	switch w := want.GetValue().(type) {
-	case *modelv1.TagValue_Int:
-		if g, ok := got.GetValue().(*modelv1.TagValue_Int); ok {
-			return cmp.Compare(g.Int.GetValue(), w.Int.GetValue()), true
-		}
-	case *modelv1.TagValue_Str:
-		if g, ok := got.GetValue().(*modelv1.TagValue_Str); ok {
-			return cmp.Compare(g.Str.GetValue(), w.Str.GetValue()), true
-		}
-	case *modelv1.TagValue_Timestamp:
-		if g, ok := got.GetValue().(*modelv1.TagValue_Timestamp); ok {
-			if c := cmp.Compare(g.Timestamp.GetSeconds(), w.Timestamp.GetSeconds()); c != 0 {
-				return c, true
-			}
-			return cmp.Compare(g.Timestamp.GetNanos(), w.Timestamp.GetNanos()), true
-		}
-	}
-	return 0, false
-}
-
-func kindName(v *modelv1.TagValue) string {
-	switch v.GetValue().(type) {
-	case *modelv1.TagValue_Null:
-		return "null"
-	case *modelv1.TagValue_Str:
-		return "string"
-	case *modelv1.TagValue_Int:
-		return "int"
-	case *modelv1.TagValue_StrArray:
-		return "string array"
-	case *modelv1.TagValue_IntArray:
-		return "int array"
-	case *modelv1.TagValue_BinaryData:
-		return "binary"
-	case *modelv1.TagValue_Timestamp:
-		return "timestamp"
-	}
-	return "empty"
 }
 
 // seriesKey computes the series key of name when eq fixes every entity tag;

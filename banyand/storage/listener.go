@@ -19,12 +19,19 @@ import (
 //   - TopicStreamQuery, TopicMeasureQuery: one reply per message (a
 //     marshalled stream.v1 / measure.v1 QueryResponse); a query that fails
 //     gets an error and no reply.
+//   - TopicPropertyWrite: cluster.v1.PropertyWrite, applied by the
+//     revision rule and committed as one synced write (WriteProperties).
+//   - TopicPropertyQuery: one cluster.v1.PropertyQueryResult per message.
 func (s *Store) Listeners() map[queue.Topic]queue.Listener {
 	return map[queue.Topic]queue.Listener{
 		queue.TopicStreamWrite:  queue.ListenerFunc(s.handleStreamWrite),
 		queue.TopicMeasureWrite: queue.ListenerFunc(s.handleMeasureWrite),
 		queue.TopicStreamQuery:  queue.ListenerFunc(s.handleStreamQuery),
 		queue.TopicMeasureQuery: queue.ListenerFunc(s.handleMeasureQuery),
+		queue.TopicPropertyWrite: queue.ListenerFunc(func(ctx context.Context, b queue.Batch) queue.Result {
+			return queue.Result{Errs: s.WriteProperties(ctx, b.Messages)}
+		}),
+		queue.TopicPropertyQuery: queue.ListenerFunc(s.handlePropertyQuery),
 	}
 }
 
@@ -63,6 +70,16 @@ func (s *Store) handleMeasureQuery(ctx context.Context, b queue.Batch) queue.Res
 			return nil, fmt.Errorf("%w: measure query does not decode: %w", queue.ErrInvalidMessage, err)
 		}
 		return s.QueryMeasure(ctx, &q)
+	})
+}
+
+func (s *Store) handlePropertyQuery(ctx context.Context, b queue.Batch) queue.Result {
+	return handleQueries(ctx, b, func(ctx context.Context, m []byte) (proto.Message, error) {
+		var q clusterv1.PropertyQuery
+		if err := proto.Unmarshal(m, &q); err != nil {
+			return nil, fmt.Errorf("%w: property query does not decode: %w", queue.ErrInvalidMessage, err)
+		}
+		return s.QueryProperties(ctx, &q)
 	})
 }
 

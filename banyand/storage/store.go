@@ -94,7 +94,9 @@ func (f SegmentIntervalFunc) SegmentInterval(group string) time.Duration { retur
 //
 // Backpressure: the store has no queue of its own. A write call blocks its
 // caller (the subscriber's batch) for one synced commit; concurrent calls
-// commit in parallel and share fsyncs. DropExpired holds new commits back
+// commit in parallel and share fsyncs, except property batches, which
+// commit one at a time (each reads the records it replaces; properties
+// are few and small). DropExpired holds new commits back
 // for the duration of its own single commit. Queries hold nothing but an
 // iterator per segment and keep at most offset+limit records in memory.
 type Store struct {
@@ -108,6 +110,11 @@ type Store struct {
 	// holders, when set, records the (group, shard) pairs this node holds
 	// before it stores the first write of each.
 	holders HolderRecorder
+
+	// propertyMu makes this node the single writer of its properties:
+	// a property write reads the record it replaces and merges into it,
+	// held from the read until the result is durable (property.go).
+	propertyMu sync.Mutex
 }
 
 // HolderRecorder records that this node holds data of a group's shard, so

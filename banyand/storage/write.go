@@ -65,6 +65,17 @@ func (s *Store) write(ctx context.Context, msgs [][]byte, d *decoder) []error {
 	if len(ws) == 0 {
 		return errs
 	}
+	if err := s.commit(ctx, ws, pairs); err != nil {
+		for _, i := range idx {
+			fail(i, err)
+		}
+	}
+	return errs
+}
+
+// commit records the pairs a batch holds (when recording), then stores
+// ws as one synced commit: the one exit of every kind's writes.
+func (s *Store) commit(ctx context.Context, ws []tsdb.Write, pairs []holderPair) error {
 	err := ctx.Err()
 	for _, p := range pairs {
 		if err != nil {
@@ -79,12 +90,9 @@ func (s *Store) write(ctx context.Context, msgs [][]byte, d *decoder) []error {
 		}
 	}
 	if err != nil {
-		err = fmt.Errorf("storage: write batch: %w", err)
-		for _, i := range idx {
-			fail(i, err)
-		}
+		return fmt.Errorf("storage: write batch: %w", err)
 	}
-	return errs
+	return nil
 }
 
 type holderPair struct {

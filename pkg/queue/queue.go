@@ -22,6 +22,10 @@ const (
 	// TopicHint carries writes of replicated groups that reached fewer
 	// nodes than their replicas ask for (cluster.v1.Hint), to be copied on.
 	TopicHint Topic = "hint"
+	// TopicPropertyWrite carries cluster.v1.PropertyWrite (Apply and
+	// Delete), TopicPropertyQuery cluster.v1.PropertyQuery.
+	TopicPropertyWrite Topic = "property-write"
+	TopicPropertyQuery Topic = "property-query"
 )
 
 // Errors callers branch on; implementations wrap them with detail.

@@ -301,7 +301,7 @@ func (sb *seriesBuffer) orderLocked() {
 // streams the newest; for measures the highest version, the newest among
 // equals (as measureMerger does). Records are oldest first.
 func resolve(kind Kind, older, newer []byte) []byte {
-	if kind != KindMeasure {
+	if !kind.versioned() {
 		return newer
 	}
 	vo, err1 := measureVersion(older)

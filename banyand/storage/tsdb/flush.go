@@ -230,7 +230,7 @@ func writeBuffer(w *sstable.Writer, names []*nameBuffer, metas [][2][]byte, pace
 			pace.wrote(sb.bytes + int64(len(sb.entries))*entryOverhead)
 			err := sb.eachRecord(nb.kind, allVisible, func(suffix, value []byte) error {
 				key = append(binary.BigEndian.AppendUint64(append(key[:0], nb.prefix...), h), suffix...)
-				if nb.kind == KindMeasure {
+				if nb.kind.versioned() {
 					return w.Merge(key, value)
 				}
 				return w.Set(key, value)

@@ -20,7 +20,16 @@ const (
 	KindStream Kind = 0x02
 	// KindMeasure prefixes measure data point keys.
 	KindMeasure Kind = 0x03
+	// KindProperty prefixes property keys: one record a property (group,
+	// name, id) at timestamp 0, its element id the property's id, versioned
+	// by its revision like a measure data point (docs/design/properties.md).
+	KindProperty Kind = 0x04
 )
+
+// versioned kinds keep, of several writes of one key, the one with the
+// highest version (the newest among equals), in the buffer, in Pebble's
+// merge and in scans; the others keep the newest.
+func (k Kind) versioned() bool { return k == KindMeasure || k == KindProperty }
 
 func (k Kind) String() string {
 	switch k {
@@ -28,6 +37,8 @@ func (k Kind) String() string {
 		return "stream"
 	case KindMeasure:
 		return "measure"
+	case KindProperty:
+		return "property"
 	default:
 		return fmt.Sprintf("kind(%d)", byte(k))
 	}

@@ -15,7 +15,7 @@ type Item struct {
 	SeriesHash uint64
 	SeriesKey  []byte
 	Timestamp  int64
-	ElementID  []byte // streams only
+	ElementID  []byte // streams and properties
 	Version    int64  // a measure's; a stream element's when written with one, else 0
 	Payload    []byte // the marshalled ElementValue or DataPointValue
 
@@ -134,7 +134,7 @@ func (m *bufferMerge) pebbleItem(it *Item) error {
 		}
 		m.pending = m.pending[1:]
 		if c == 0 {
-			if m.kind == KindMeasure && it.Version > versionOf(r.value) {
+			if m.kind.versioned() && it.Version > versionOf(r.value) {
 				return m.fn(it) // Pebble's has the higher version
 			}
 			return m.emit(r)

@@ -132,6 +132,9 @@ func (x *segmentIndex) expired(now time.Time, ttlByGroup map[string]time.Duratio
 	defer x.mu.Unlock()
 	var out []Segment
 	for k, list := range x.groups {
+		if k.kind == KindProperty {
+			continue // properties live until deleted: their one segment is at time 0
+		}
 		ttl, ok := ttlByGroup[k.group]
 		if !ok || ttl <= 0 {
 			continue

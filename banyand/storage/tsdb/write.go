@@ -18,7 +18,7 @@ type Write struct {
 	SeriesKey []byte
 	// Timestamp is Unix nanoseconds.
 	Timestamp int64
-	// ElementID identifies a stream element within its series and
+	// ElementID identifies a stream element (or a property) within its series and
 	// timestamp. Ignored for measures.
 	ElementID string
 	// Version orders writes of the same measure data point: the highest
@@ -34,7 +34,7 @@ type Write struct {
 // write before batching, so that one bad write fails alone.
 func (w *Write) Validate() error {
 	switch {
-	case w.Kind != KindStream && w.Kind != KindMeasure:
+	case w.Kind != KindStream && w.Kind != KindMeasure && w.Kind != KindProperty:
 		return fmt.Errorf("tsdb: unknown kind %v", w.Kind)
 	case w.Group == "":
 		return errors.New("tsdb: empty group")
@@ -152,7 +152,7 @@ func (db *DB) appendWriteRecord(rec []byte, ws []Write) []byte {
 		rec = append(rec, opPut)
 		rec = appendBytesLP(rec, key)
 		eid := w.ElementID
-		if w.Kind != KindStream {
+		if w.Kind == KindMeasure {
 			eid = ""
 		}
 		rec = binary.AppendUvarint(rec, uint64(8+len(eid)))

@@ -12,6 +12,7 @@ package v1
 import (
 	v12 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	v11 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
+	v13 "github.com/banyand-io/banyand/api/proto/banyandb/property/v1"
 	v1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -461,11 +462,261 @@ func (x *MeasureQuery) GetSchema() *v12.Measure {
 	return nil
 }
 
+// PropertyWrite applies one revision of a property on the data nodes of
+// its shard (docs/design/properties.md). property.metadata.mod_revision is
+// the revision the liaison stamped; a data node keeps, of one property,
+// the record with the highest revision, merging a STRATEGY_MERGE write
+// into the latest record it knows: its own or base, whichever has the
+// higher revision. delete writes a tombstone.
+type PropertyWrite struct {
+	state     protoimpl.MessageState    `protogen:"open.v1"`
+	ShardId   uint32                    `protobuf:"varint,1,opt,name=shard_id,json=shardId,proto3" json:"shard_id,omitempty"`
+	SeriesKey []byte                    `protobuf:"bytes,2,opt,name=series_key,json=seriesKey,proto3" json:"series_key,omitempty"`
+	Property  *v13.Property             `protobuf:"bytes,3,opt,name=property,proto3" json:"property,omitempty"`
+	Strategy  v13.ApplyRequest_Strategy `protobuf:"varint,4,opt,name=strategy,proto3,enum=banyandb.property.v1.ApplyRequest_Strategy" json:"strategy,omitempty"`
+	Delete    bool                      `protobuf:"varint,5,opt,name=delete,proto3" json:"delete,omitempty"`
+	// base is the record the liaison read before it stamped the revision
+	// (unset: none): a node that lacks it (a copy re-placed on a node that
+	// never held the property, or a node that missed a write) merges into
+	// it rather than into nothing.
+	Base          *StoredProperty `protobuf:"bytes,6,opt,name=base,proto3" json:"base,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PropertyWrite) Reset() {
+	*x = PropertyWrite{}
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PropertyWrite) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PropertyWrite) ProtoMessage() {}
+
+func (x *PropertyWrite) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PropertyWrite.ProtoReflect.Descriptor instead.
+func (*PropertyWrite) Descriptor() ([]byte, []int) {
+	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PropertyWrite) GetShardId() uint32 {
+	if x != nil {
+		return x.ShardId
+	}
+	return 0
+}
+
+func (x *PropertyWrite) GetSeriesKey() []byte {
+	if x != nil {
+		return x.SeriesKey
+	}
+	return nil
+}
+
+func (x *PropertyWrite) GetProperty() *v13.Property {
+	if x != nil {
+		return x.Property
+	}
+	return nil
+}
+
+func (x *PropertyWrite) GetStrategy() v13.ApplyRequest_Strategy {
+	if x != nil {
+		return x.Strategy
+	}
+	return v13.ApplyRequest_Strategy(0)
+}
+
+func (x *PropertyWrite) GetDelete() bool {
+	if x != nil {
+		return x.Delete
+	}
+	return false
+}
+
+func (x *PropertyWrite) GetBase() *StoredProperty {
+	if x != nil {
+		return x.Base
+	}
+	return nil
+}
+
+// StoredProperty is a property as a data node keeps it: the latest
+// revision, or the tombstone that deleted it.
+type StoredProperty struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Property      *v13.Property          `protobuf:"bytes,1,opt,name=property,proto3" json:"property,omitempty"`
+	Deleted       bool                   `protobuf:"varint,2,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoredProperty) Reset() {
+	*x = StoredProperty{}
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoredProperty) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoredProperty) ProtoMessage() {}
+
+func (x *StoredProperty) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoredProperty.ProtoReflect.Descriptor instead.
+func (*StoredProperty) Descriptor() ([]byte, []int) {
+	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *StoredProperty) GetProperty() *v13.Property {
+	if x != nil {
+		return x.Property
+	}
+	return nil
+}
+
+func (x *StoredProperty) GetDeleted() bool {
+	if x != nil {
+		return x.Deleted
+	}
+	return false
+}
+
+// PropertyQuery asks a data node for the properties of one group that
+// match request; schemas are the group's property schemas the request
+// reads (one when it names one).
+type PropertyQuery struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Request       *v13.QueryRequest      `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
+	Schemas       []*v12.Property        `protobuf:"bytes,2,rep,name=schemas,proto3" json:"schemas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PropertyQuery) Reset() {
+	*x = PropertyQuery{}
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PropertyQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PropertyQuery) ProtoMessage() {}
+
+func (x *PropertyQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PropertyQuery.ProtoReflect.Descriptor instead.
+func (*PropertyQuery) Descriptor() ([]byte, []int) {
+	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *PropertyQuery) GetRequest() *v13.QueryRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *PropertyQuery) GetSchemas() []*v12.Property {
+	if x != nil {
+		return x.Schemas
+	}
+	return nil
+}
+
+// PropertyQueryResult answers a PropertyQuery: the matching live records
+// and every tombstone the scan met, so that the liaison can tell a
+// deleted property from a stale copy on another node.
+type PropertyQueryResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Properties    []*StoredProperty      `protobuf:"bytes,1,rep,name=properties,proto3" json:"properties,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PropertyQueryResult) Reset() {
+	*x = PropertyQueryResult{}
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PropertyQueryResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PropertyQueryResult) ProtoMessage() {}
+
+func (x *PropertyQueryResult) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PropertyQueryResult.ProtoReflect.Descriptor instead.
+func (*PropertyQueryResult) Descriptor() ([]byte, []int) {
+	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PropertyQueryResult) GetProperties() []*StoredProperty {
+	if x != nil {
+		return x.Properties
+	}
+	return nil
+}
+
 var File_banyandb_cluster_v1_data_proto protoreflect.FileDescriptor
 
 const file_banyandb_cluster_v1_data_proto_rawDesc = "" +
 	"\n" +
-	"\x1ebanyandb/cluster/v1/data.proto\x12\x13banyandb.cluster.v1\x1a!banyandb/database/v1/schema.proto\x1a\x1fbanyandb/measure/v1/query.proto\x1a\x1fbanyandb/measure/v1/write.proto\x1a\x1ebanyandb/stream/v1/query.proto\x1a\x1ebanyandb/stream/v1/write.proto\"\xf7\x01\n" +
+	"\x1ebanyandb/cluster/v1/data.proto\x12\x13banyandb.cluster.v1\x1a!banyandb/database/v1/schema.proto\x1a\x1fbanyandb/measure/v1/query.proto\x1a\x1fbanyandb/measure/v1/write.proto\x1a#banyandb/property/v1/property.proto\x1a\x1ebanyandb/property/v1/rpc.proto\x1a\x1ebanyandb/stream/v1/query.proto\x1a\x1ebanyandb/stream/v1/write.proto\"\xf7\x01\n" +
 	"\vStreamWrite\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x19\n" +
@@ -499,7 +750,25 @@ const file_banyandb_cluster_v1_data_proto_rawDesc = "" +
 	"\bversions\x18\x03 \x03(\x03R\bversions\"\x82\x01\n" +
 	"\fMeasureQuery\x12;\n" +
 	"\arequest\x18\x01 \x01(\v2!.banyandb.measure.v1.QueryRequestR\arequest\x125\n" +
-	"\x06schema\x18\x02 \x01(\v2\x1d.banyandb.database.v1.MeasureR\x06schemaB=Z;github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1b\x06proto3"
+	"\x06schema\x18\x02 \x01(\v2\x1d.banyandb.database.v1.MeasureR\x06schema\"\x9f\x02\n" +
+	"\rPropertyWrite\x12\x19\n" +
+	"\bshard_id\x18\x01 \x01(\rR\ashardId\x12\x1d\n" +
+	"\n" +
+	"series_key\x18\x02 \x01(\fR\tseriesKey\x12:\n" +
+	"\bproperty\x18\x03 \x01(\v2\x1e.banyandb.property.v1.PropertyR\bproperty\x12G\n" +
+	"\bstrategy\x18\x04 \x01(\x0e2+.banyandb.property.v1.ApplyRequest.StrategyR\bstrategy\x12\x16\n" +
+	"\x06delete\x18\x05 \x01(\bR\x06delete\x127\n" +
+	"\x04base\x18\x06 \x01(\v2#.banyandb.cluster.v1.StoredPropertyR\x04base\"f\n" +
+	"\x0eStoredProperty\x12:\n" +
+	"\bproperty\x18\x01 \x01(\v2\x1e.banyandb.property.v1.PropertyR\bproperty\x12\x18\n" +
+	"\adeleted\x18\x02 \x01(\bR\adeleted\"\x87\x01\n" +
+	"\rPropertyQuery\x12<\n" +
+	"\arequest\x18\x01 \x01(\v2\".banyandb.property.v1.QueryRequestR\arequest\x128\n" +
+	"\aschemas\x18\x02 \x03(\v2\x1e.banyandb.database.v1.PropertyR\aschemas\"Z\n" +
+	"\x13PropertyQueryResult\x12C\n" +
+	"\n" +
+	"properties\x18\x01 \x03(\v2#.banyandb.cluster.v1.StoredPropertyR\n" +
+	"propertiesB=Z;github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1b\x06proto3"
 
 var (
 	file_banyandb_cluster_v1_data_proto_rawDescOnce sync.Once
@@ -513,35 +782,50 @@ func file_banyandb_cluster_v1_data_proto_rawDescGZIP() []byte {
 	return file_banyandb_cluster_v1_data_proto_rawDescData
 }
 
-var file_banyandb_cluster_v1_data_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_banyandb_cluster_v1_data_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_banyandb_cluster_v1_data_proto_goTypes = []any{
-	(*StreamWrite)(nil),        // 0: banyandb.cluster.v1.StreamWrite
-	(*MeasureWrite)(nil),       // 1: banyandb.cluster.v1.MeasureWrite
-	(*Hint)(nil),               // 2: banyandb.cluster.v1.Hint
-	(*StreamQuery)(nil),        // 3: banyandb.cluster.v1.StreamQuery
-	(*StreamQueryResult)(nil),  // 4: banyandb.cluster.v1.StreamQueryResult
-	(*MeasureQuery)(nil),       // 5: banyandb.cluster.v1.MeasureQuery
-	(*v1.ElementValue)(nil),    // 6: banyandb.stream.v1.ElementValue
-	(*v11.DataPointValue)(nil), // 7: banyandb.measure.v1.DataPointValue
-	(*v1.QueryRequest)(nil),    // 8: banyandb.stream.v1.QueryRequest
-	(*v12.Stream)(nil),         // 9: banyandb.database.v1.Stream
-	(*v1.Element)(nil),         // 10: banyandb.stream.v1.Element
-	(*v11.QueryRequest)(nil),   // 11: banyandb.measure.v1.QueryRequest
-	(*v12.Measure)(nil),        // 12: banyandb.database.v1.Measure
+	(*StreamWrite)(nil),            // 0: banyandb.cluster.v1.StreamWrite
+	(*MeasureWrite)(nil),           // 1: banyandb.cluster.v1.MeasureWrite
+	(*Hint)(nil),                   // 2: banyandb.cluster.v1.Hint
+	(*StreamQuery)(nil),            // 3: banyandb.cluster.v1.StreamQuery
+	(*StreamQueryResult)(nil),      // 4: banyandb.cluster.v1.StreamQueryResult
+	(*MeasureQuery)(nil),           // 5: banyandb.cluster.v1.MeasureQuery
+	(*PropertyWrite)(nil),          // 6: banyandb.cluster.v1.PropertyWrite
+	(*StoredProperty)(nil),         // 7: banyandb.cluster.v1.StoredProperty
+	(*PropertyQuery)(nil),          // 8: banyandb.cluster.v1.PropertyQuery
+	(*PropertyQueryResult)(nil),    // 9: banyandb.cluster.v1.PropertyQueryResult
+	(*v1.ElementValue)(nil),        // 10: banyandb.stream.v1.ElementValue
+	(*v11.DataPointValue)(nil),     // 11: banyandb.measure.v1.DataPointValue
+	(*v1.QueryRequest)(nil),        // 12: banyandb.stream.v1.QueryRequest
+	(*v12.Stream)(nil),             // 13: banyandb.database.v1.Stream
+	(*v1.Element)(nil),             // 14: banyandb.stream.v1.Element
+	(*v11.QueryRequest)(nil),       // 15: banyandb.measure.v1.QueryRequest
+	(*v12.Measure)(nil),            // 16: banyandb.database.v1.Measure
+	(*v13.Property)(nil),           // 17: banyandb.property.v1.Property
+	(v13.ApplyRequest_Strategy)(0), // 18: banyandb.property.v1.ApplyRequest.Strategy
+	(*v13.QueryRequest)(nil),       // 19: banyandb.property.v1.QueryRequest
+	(*v12.Property)(nil),           // 20: banyandb.database.v1.Property
 }
 var file_banyandb_cluster_v1_data_proto_depIdxs = []int32{
-	6,  // 0: banyandb.cluster.v1.StreamWrite.element:type_name -> banyandb.stream.v1.ElementValue
-	7,  // 1: banyandb.cluster.v1.MeasureWrite.data_point:type_name -> banyandb.measure.v1.DataPointValue
-	8,  // 2: banyandb.cluster.v1.StreamQuery.request:type_name -> banyandb.stream.v1.QueryRequest
-	9,  // 3: banyandb.cluster.v1.StreamQuery.schema:type_name -> banyandb.database.v1.Stream
-	10, // 4: banyandb.cluster.v1.StreamQueryResult.elements:type_name -> banyandb.stream.v1.Element
-	11, // 5: banyandb.cluster.v1.MeasureQuery.request:type_name -> banyandb.measure.v1.QueryRequest
-	12, // 6: banyandb.cluster.v1.MeasureQuery.schema:type_name -> banyandb.database.v1.Measure
-	7,  // [7:7] is the sub-list for method output_type
-	7,  // [7:7] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	10, // 0: banyandb.cluster.v1.StreamWrite.element:type_name -> banyandb.stream.v1.ElementValue
+	11, // 1: banyandb.cluster.v1.MeasureWrite.data_point:type_name -> banyandb.measure.v1.DataPointValue
+	12, // 2: banyandb.cluster.v1.StreamQuery.request:type_name -> banyandb.stream.v1.QueryRequest
+	13, // 3: banyandb.cluster.v1.StreamQuery.schema:type_name -> banyandb.database.v1.Stream
+	14, // 4: banyandb.cluster.v1.StreamQueryResult.elements:type_name -> banyandb.stream.v1.Element
+	15, // 5: banyandb.cluster.v1.MeasureQuery.request:type_name -> banyandb.measure.v1.QueryRequest
+	16, // 6: banyandb.cluster.v1.MeasureQuery.schema:type_name -> banyandb.database.v1.Measure
+	17, // 7: banyandb.cluster.v1.PropertyWrite.property:type_name -> banyandb.property.v1.Property
+	18, // 8: banyandb.cluster.v1.PropertyWrite.strategy:type_name -> banyandb.property.v1.ApplyRequest.Strategy
+	7,  // 9: banyandb.cluster.v1.PropertyWrite.base:type_name -> banyandb.cluster.v1.StoredProperty
+	17, // 10: banyandb.cluster.v1.StoredProperty.property:type_name -> banyandb.property.v1.Property
+	19, // 11: banyandb.cluster.v1.PropertyQuery.request:type_name -> banyandb.property.v1.QueryRequest
+	20, // 12: banyandb.cluster.v1.PropertyQuery.schemas:type_name -> banyandb.database.v1.Property
+	7,  // 13: banyandb.cluster.v1.PropertyQueryResult.properties:type_name -> banyandb.cluster.v1.StoredProperty
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_banyandb_cluster_v1_data_proto_init() }
@@ -555,7 +839,7 @@ func file_banyandb_cluster_v1_data_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_banyandb_cluster_v1_data_proto_rawDesc), len(file_banyandb_cluster_v1_data_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
