@@ -40,6 +40,8 @@ FUZZ_TARGETS := \
 	./pkg/wire:FuzzParseMeasureRequest \
 	./pkg/wire:FuzzParseStreamWrite \
 	./pkg/wire:FuzzParseMeasureWrite \
+	./pkg/wire:FuzzParseTraceRequest \
+	./pkg/wire:FuzzParseTraceWrite \
 	./banyand/storage/tsdb:FuzzReplayLog \
 	./banyand/liaison:FuzzStreamWriteValidation \
 	./banyand/liaison:FuzzMeasureWriteValidation

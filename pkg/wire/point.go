@@ -21,8 +21,10 @@ type Point struct {
 	Tags   []Value
 	FamEnd []int
 	Fields []Value // measure only
-	// Version is the data point's version (measure only).
+	// Version is the data point's version (measure), or the span's (trace).
 	Version int64
+	// Span is a span's bytes (trace only).
+	Span []byte
 	// Merged: a singular field occurs more than once (see the package doc).
 	Merged bool
 }
