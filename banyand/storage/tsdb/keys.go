@@ -24,12 +24,16 @@ const (
 	// name, id) at timestamp 0, its element id the property's id, versioned
 	// by its revision like a measure data point (docs/design/properties.md).
 	KindProperty Kind = 0x04
+	// KindTrace prefixes span keys: the series is the trace (its name and
+	// trace id), the element id the span id; versioned by the write's
+	// version like a measure data point (docs/design/traces.md).
+	KindTrace Kind = 0x05
 )
 
 // versioned kinds keep, of several writes of one key, the one with the
 // highest version (the newest among equals), in the buffer, in Pebble's
 // merge and in scans; the others keep the newest.
-func (k Kind) versioned() bool { return k == KindMeasure || k == KindProperty }
+func (k Kind) versioned() bool { return k == KindMeasure || k == KindProperty || k == KindTrace }
 
 func (k Kind) String() string {
 	switch k {
@@ -39,6 +43,8 @@ func (k Kind) String() string {
 		return "measure"
 	case KindProperty:
 		return "property"
+	case KindTrace:
+		return "trace"
 	default:
 		return fmt.Sprintf("kind(%d)", byte(k))
 	}
@@ -54,6 +60,7 @@ var errMalformed = errors.New("tsdb: malformed stored record")
 //
 //	stream  = 0x02 lp(group) be64s(segment start) lp(name) be64(xxhash64(series key)) be64s(ts) element id
 //	measure = 0x03 lp(group) be64s(segment start) lp(name) be64(xxhash64(series key)) be64s(ts)
+//	trace   = 0x05 lp(group) be64s(segment start) lp(name) be64(xxhash64(series key)) be64s(ts) span id
 //	segment = 0x01 kind lp(group) be64s(segment start)            → be64s(segment end)
 //
 // lp is uvarint(len) followed by the bytes, be64s an int64 big-endian with the
@@ -141,6 +148,7 @@ func prefixEnd(p []byte) []byte {
 //	stream  = format:1 lp(series key) marshalled ElementValue
 //	        | format:2 be64s(version) lp(series key) marshalled ElementValue
 //	measure = format:1 be64s(version) lp(series key) marshalled DataPointValue
+//	trace   = format:1 be64s(version) lp(series key) marshalled cluster.v1.SpanValue
 //
 // A stream element written with a version (the liaison's, which orders
 // copies on different nodes) is stored in format 2; one without, and every
