@@ -49,7 +49,7 @@ type writer struct {
 // model is what differs between the data models' write paths: a data
 // model adds one of these and a wire parser, and shares the rest.
 type model struct {
-	name  string // "stream" or "measure", for logs, metrics and reasons
+	name  string // "stream", "measure" or "trace", for logs, metrics and reasons
 	topic queue.Topic
 	// value names the request's element or data point, for reasons.
 	value string
@@ -62,7 +62,18 @@ type model struct {
 	appendValue func([]byte, *wire.Point) []byte
 	// versioned: a write without a version gets one (see withVersion).
 	versioned bool
-	lookup    func(*schemaSnapshot, nameKey) *layout // nil when unknown
+	// span: the write is a span (prepareSpan), which carries its version
+	// in the request and is always re-encoded (a SpanValue).
+	span bool
+	// appendResponse encodes the answer to one write with status.
+	appendResponse func(b []byte, p *pendingWrite, status string) []byte
+	lookup         func(*schemaSnapshot, nameKey) *layout // nil when unknown
+}
+
+// appendWriteResponse is the stream and measure answer: a stream.v1 or
+// measure.v1 WriteResponse (same fields) with the metadata echoed as it came.
+func appendWriteResponse(b []byte, p *pendingWrite, status string) []byte {
+	return wire.AppendWriteResponse(b, p.messageID, status, p.metadataRaw, p.metadata != nil)
 }
 
 func canonical[T proto.Message](newReq func() T) func([]byte) ([]byte, error) {
@@ -78,10 +89,11 @@ func canonical[T proto.Message](newReq func() T) func([]byte) ([]byte, error) {
 var (
 	streamModel = &model{
 		name: "stream", topic: queue.TopicStreamWrite, value: "element",
-		parse:       wire.ParseStreamRequest,
-		canonical:   canonical(func() *streamv1.WriteRequest { return new(streamv1.WriteRequest) }),
-		decodeSpec:  decodeStreamSpec,
-		appendValue: wire.AppendElement,
+		parse:          wire.ParseStreamRequest,
+		canonical:      canonical(func() *streamv1.WriteRequest { return new(streamv1.WriteRequest) }),
+		decodeSpec:     decodeStreamSpec,
+		appendValue:    wire.AppendElement,
+		appendResponse: appendWriteResponse,
 		lookup: func(s *schemaSnapshot, k nameKey) *layout {
 			if l := s.streams[k]; l != nil {
 				return l.layout
@@ -91,11 +103,12 @@ var (
 	}
 	measureModel = &model{
 		name: "measure", topic: queue.TopicMeasureWrite, value: "data_point",
-		parse:       wire.ParseMeasureRequest,
-		canonical:   canonical(func() *measurev1.WriteRequest { return new(measurev1.WriteRequest) }),
-		decodeSpec:  decodeMeasureSpec,
-		appendValue: wire.AppendDataPoint,
-		versioned:   true,
+		parse:          wire.ParseMeasureRequest,
+		canonical:      canonical(func() *measurev1.WriteRequest { return new(measurev1.WriteRequest) }),
+		decodeSpec:     decodeMeasureSpec,
+		appendValue:    wire.AppendDataPoint,
+		appendResponse: appendWriteResponse,
+		versioned:      true,
 		lookup: func(s *schemaSnapshot, k nameKey) *layout {
 			if l := s.measures[k]; l != nil {
 				return l.layout
@@ -243,7 +256,10 @@ func (s *writeStream) handle(ctx context.Context, r *request, pub queue.BatchPub
 		*buf = make([]byte, 0, n)
 	}
 	var version int64
-	if !s.m.versioned {
+	switch {
+	case s.m.span:
+		version = req.Point.Version // the client's: the higher wins
+	case !s.m.versioned:
 		// A stream element's copies on different nodes are ordered by the
 		// time this liaison took them (measures carry their own version).
 		version = s.w.now().UnixNano()
@@ -266,6 +282,9 @@ func (s *writeStream) handle(ctx context.Context, r *request, pub queue.BatchPub
 // the request's own bytes, or its values rebuilt in schema order when the
 // spec in force names them in another.
 func (s *writeStream) prepare(l *layout, req *wire.Request) ([]byte, prepared, *writeError) {
+	if s.m.span {
+		return s.prepareSpan(l, req)
+	}
 	if req.Value == nil {
 		return nil, prepared{}, invalid("%s is required", s.m.value)
 	}
@@ -324,7 +343,7 @@ func serveWrites(w *writer, srv grpc.ServerStream, m *model) error {
 	st := &writeStream{w: w, m: m, recvd: receivedCounter{src: w.counters, label: label, kind: m.name}}
 	var in request // received into, one request at a time
 	answerCount := answeredCounter{src: w.counters, label: label, kind: m.name}
-	send := sendWriteResponse(srv)
+	send := sendWriteResponse(srv, m)
 	sess := writeSession[*request]{
 		logger: w.logger,
 		kind:   m.name,
@@ -344,9 +363,9 @@ func serveWrites(w *writer, srv grpc.ServerStream, m *model) error {
 	return sess.run(srv.Context())
 }
 
-// sendWriteResponse answers one write on srv: a stream.v1 or measure.v1
-// WriteResponse (same fields), with the stream's metadata echoed as it came.
-func sendWriteResponse(srv grpc.ServerStream) func(pendingWrite, modelv1.Status) error {
+// sendWriteResponse answers one write on srv, encoded by m, with the
+// stream's metadata echoed as it came.
+func sendWriteResponse(srv grpc.ServerStream, m *model) func(pendingWrite, modelv1.Status) error {
 	// One frame for the stream: SendMsg has encoded it when it returns,
 	// and only the answer loop sends. The bytes themselves are written
 	// after SendMsg returns, so each response has its own.
@@ -354,7 +373,7 @@ func sendWriteResponse(srv grpc.ServerStream) func(pendingWrite, modelv1.Status)
 	return func(p pendingWrite, st modelv1.Status) error {
 		name := st.String()
 		b := make([]byte, 0, 2*binary.MaxVarintLen64+len(name)+len(p.metadataRaw))
-		resp.Raw = wire.AppendWriteResponse(b, p.messageID, name, p.metadataRaw, p.metadata != nil)
+		resp.Raw = m.appendResponse(b, &p, name)
 		return srv.SendMsg(&resp)
 	}
 }

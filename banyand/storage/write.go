@@ -30,6 +30,13 @@ func (s *Store) WriteMeasure(ctx context.Context, msgs [][]byte) []error {
 	return s.write(ctx, msgs, newDecoder(tsdb.KindMeasure, false))
 }
 
+// WriteTrace is WriteStream for marshalled clusterv1.TraceWrite messages
+// (one span each). Of several writes of one span (trace, timestamp, span
+// id) the one with the highest version wins, and the later one wins a tie.
+func (s *Store) WriteTrace(ctx context.Context, msgs [][]byte) []error {
+	return s.write(ctx, msgs, newDecoder(tsdb.KindTrace, false))
+}
+
 func (s *Store) write(ctx context.Context, msgs [][]byte, d *decoder) []error {
 	if len(msgs) == 0 {
 		return nil
@@ -133,8 +140,11 @@ func newDecoder(kind tsdb.Kind, local bool) *decoder {
 }
 
 func (d *decoder) parse(m []byte) error {
-	if d.kind == tsdb.KindStream {
+	switch d.kind {
+	case tsdb.KindStream:
 		return wire.ParseStreamWrite(m, &d.w, d.opts)
+	case tsdb.KindTrace:
+		return wire.ParseTraceWrite(m, &d.w, d.opts)
 	}
 	return wire.ParseMeasureWrite(m, &d.w, d.opts)
 }
@@ -142,8 +152,11 @@ func (d *decoder) parse(m []byte) error {
 // canonical re-encodes a write whose fields protobuf merges, each once.
 func (d *decoder) canonical(m []byte) ([]byte, error) {
 	var msg proto.Message = new(clusterv1.MeasureWrite)
-	if d.kind == tsdb.KindStream {
+	switch d.kind {
+	case tsdb.KindStream:
 		msg = new(clusterv1.StreamWrite)
+	case tsdb.KindTrace:
+		msg = new(clusterv1.TraceWrite)
 	}
 	if err := proto.Unmarshal(m, msg); err != nil {
 		return nil, err
@@ -168,9 +181,15 @@ func (d *decoder) decode(m []byte) (tsdb.Write, error) {
 		return tsdb.Write{}, invalid("%v write %s/%s has no value", d.kind, w.Group, w.Name)
 	}
 	p := &cw.Point
-	if d.kind == tsdb.KindStream {
+	switch d.kind {
+	case tsdb.KindStream:
 		w.ElementID, w.Version = string(p.ElementID), cw.Version
-	} else {
+	case tsdb.KindTrace:
+		if len(p.ElementID) == 0 {
+			return tsdb.Write{}, invalid("trace write %s/%s has no span id", w.Group, w.Name)
+		}
+		w.ElementID, w.Version = string(p.ElementID), cw.Version
+	default:
 		w.Version = p.Version
 	}
 	ts, ok := p.UnixNano()
