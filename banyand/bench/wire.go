@@ -15,6 +15,7 @@ import (
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	tracev1 "github.com/banyand-io/banyand/api/proto/banyandb/trace/v1"
 	"github.com/banyand-io/banyand/pkg/wire"
 )
 
@@ -62,6 +63,10 @@ type encoded struct {
 	// naming the values in the order they are written; nil without
 	// --flush-size.
 	spec []byte
+	// traceSpec is a trace run's tag spec (--flush-size), traceOrder the
+	// schema position of each tag it names.
+	traceSpec  []byte
+	traceOrder []int
 }
 
 func (m *messages) encode() error {
@@ -74,7 +79,11 @@ func (m *messages) encode() error {
 	m.enc.metadata = marshal(m.md)
 	m.enc.payload = marshal(&modelv1.TagFamilyForWrite{Tags: []*modelv1.TagValue{{Value: &modelv1.TagValue_BinaryData{BinaryData: m.payload}}}})
 	m.enc.score = marshal(&modelv1.FieldValue{Value: &modelv1.FieldValue_Float{Float: &modelv1.Float{Value: m.nonce}}})
-	if m.spec {
+	if m.spec && m.spansPerTrace > 0 {
+		var names []string
+		names, m.enc.traceOrder = traceSpecOrder(m.md)
+		m.enc.traceSpec = marshal(&tracev1.TagSpec{TagNames: names})
+	} else if m.spec {
 		m.enc.spec = m.encodeSpec(marshal)
 	}
 	if m.tags != nil {

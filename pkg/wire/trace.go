@@ -134,3 +134,31 @@ func AppendTraceWriteResponse(b []byte, metadata []byte, hasMetadata bool, versi
 	}
 	return b
 }
+
+// ParseTraceWriteResponse reads a trace.v1.WriteResponse's version (2,
+// into MessageID: what a trace write's answer is matched by) and status
+// (3); metadata (1) is validated and skipped.
+func ParseTraceWriteResponse(b []byte, r *WriteResponse) error {
+	*r = WriteResponse{}
+	for len(b) > 0 {
+		f, n, err := next(b)
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+		switch {
+		case f.num == 1 && f.typ == protowire.BytesType:
+			if err := validate(f.v, metadataShape); err != nil {
+				return err
+			}
+		case f.num == 2 && f.typ == protowire.VarintType:
+			r.MessageID = f.x
+		case f.num == 3 && f.typ == protowire.BytesType:
+			if err := checkUTF8(f.v, "status"); err != nil {
+				return err
+			}
+			r.Status = f.v
+		}
+	}
+	return nil
+}

@@ -138,6 +138,10 @@ func TestTraceWriteResponseMatchesProtoMarshal(t *testing.T) {
 		if !bytes.Equal(got, exp) {
 			t.Fatalf("AppendTraceWriteResponse = %x, proto.Marshal = %x", got, exp)
 		}
+		var r WriteResponse
+		if err := ParseTraceWriteResponse(got, &r); err != nil || r.MessageID != want.GetVersion() || string(r.Status) != want.GetStatus() {
+			t.Fatalf("ParseTraceWriteResponse(%x) = %+v, %v; want %v", got, r, err, want)
+		}
 	}
 }
 
