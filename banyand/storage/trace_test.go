@@ -162,7 +162,7 @@ func TestTraceSpansKeysVersionsAndQueries(t *testing.T) {
 
 	// Bad writes fail alone; nothing of them is stored.
 	noSpanID := span{"T9", "", "svc-x", t0, 1, 1, "x"}
-	errs := s.WriteTrace(context.Background(), [][]byte{noSpanID.msg(t), []byte{0xff}, span{"T9", "ok", "svc-x", t0, 1, 1, "ok"}.msg(t)})
+	errs := s.WriteTrace(context.Background(), [][]byte{noSpanID.msg(t), {0xff}, span{"T9", "ok", "svc-x", t0, 1, 1, "ok"}.msg(t)})
 	if len(errs) != 3 || !errors.Is(errs[0], queue.ErrInvalidMessage) || !errors.Is(errs[1], queue.ErrInvalidMessage) || errs[2] != nil {
 		t.Fatalf("bad writes: %v", errs)
 	}
