@@ -139,21 +139,7 @@ type traceResponse wireResponse
 
 // UnmarshalWire implements wire.Unmarshaler.
 func (r *traceResponse) UnmarshalWire(data mem.BufferSlice) error {
-	var b []byte
-	if len(data) == 1 {
-		b = data[0].ReadOnlyData()
-	} else {
-		b = data.Materialize()
-	}
-	var resp wire.WriteResponse
-	if err := wire.ParseTraceWriteResponse(b, &resp); err != nil {
-		return fmt.Errorf("trace write response: %w", err)
-	}
-	r.id, r.status = resp.MessageID, statusSucceed
-	if string(resp.Status) != statusSucceed {
-		r.status = string(resp.Status)
-	}
-	return nil
+	return (*wireResponse)(r).parse(data, wire.ParseTraceWriteResponse)
 }
 
 // traceWorkload writes spans.

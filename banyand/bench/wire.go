@@ -35,6 +35,11 @@ type wireResponse struct {
 // UnmarshalWire implements wire.Unmarshaler: the response is read in
 // place, with no allocation for the usual status.
 func (r *wireResponse) UnmarshalWire(data mem.BufferSlice) error {
+	return r.parse(data, wire.ParseWriteResponse)
+}
+
+// parse reads data with parse, a stream/measure or trace response parser.
+func (r *wireResponse) parse(data mem.BufferSlice, parse func([]byte, *wire.WriteResponse) error) error {
 	var b []byte
 	if len(data) == 1 {
 		b = data[0].ReadOnlyData()
@@ -42,7 +47,7 @@ func (r *wireResponse) UnmarshalWire(data mem.BufferSlice) error {
 		b = data.Materialize()
 	}
 	var resp wire.WriteResponse
-	if err := wire.ParseWriteResponse(b, &resp); err != nil {
+	if err := parse(b, &resp); err != nil {
 		return fmt.Errorf("write response: %w", err)
 	}
 	r.id, r.status = resp.MessageID, statusSucceed

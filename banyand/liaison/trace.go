@@ -106,14 +106,10 @@ func (s *writeStream) prepareSpan(l *layout, req *wire.Request) ([]byte, prepare
 		return nil, prepared{}, invalid("span of %d bytes is over the limit of %d bytes", n, schema.MaxSpanBytes)
 	}
 	if s.spec.active() {
-		pl, werr := s.spec.placement(l, s.m.decodeSpec)
-		if werr == nil {
-			werr = pl.reorder(l, point, &s.ordered)
-		}
-		if werr != nil {
+		var werr *writeError
+		if point, werr = s.bySpec(l, point); werr != nil {
 			return nil, prepared{}, werr
 		}
-		point = &s.ordered
 	}
 	prep, werr := l.prepare(point, s.keyBuf)
 	if werr != nil {

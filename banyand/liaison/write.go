@@ -294,19 +294,28 @@ func (s *writeStream) prepare(l *layout, req *wire.Request) ([]byte, prepared, *
 	}
 	value := req.Value
 	if s.spec.active() {
-		pl, werr := s.spec.placement(l, s.m.decodeSpec)
-		if werr == nil {
-			werr = pl.reorder(l, point, &s.ordered)
-		}
-		if werr != nil {
+		var werr *writeError
+		if point, werr = s.bySpec(l, point); werr != nil {
 			return nil, prepared{}, werr
 		}
-		point = &s.ordered
 		s.value = s.m.appendValue(s.value[:0], point)
 		value = s.value
 	}
 	prep, werr := l.prepare(point, s.keyBuf)
 	return value, prep, werr
+}
+
+// bySpec places point's values by the spec in force, in schema order, in
+// s.ordered.
+func (s *writeStream) bySpec(l *layout, point *wire.Point) (*wire.Point, *writeError) {
+	pl, werr := s.spec.placement(l, s.m.decodeSpec)
+	if werr == nil {
+		werr = pl.reorder(l, point, &s.ordered)
+	}
+	if werr != nil {
+		return nil, werr
+	}
+	return &s.ordered, nil
 }
 
 // withVersion returns value, a data point written without a version,

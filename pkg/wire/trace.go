@@ -54,40 +54,7 @@ func ParseSpanValue(b []byte, p *Point) error { return parseSpanValue(b, p, fals
 // parseSpanValue is ParseSpanValue; skipValues leaves the tags unread
 // (see Options).
 func parseSpanValue(b []byte, p *Point, skipValues bool) error {
-	p.Reset()
-	tags := false
-	for len(b) > 0 {
-		f, n, err := next(b)
-		if err != nil {
-			return err
-		}
-		b = b[n:]
-		if f.typ != protowire.BytesType {
-			continue
-		}
-		switch f.num {
-		case 1:
-			if err := checkUTF8(f.v, "span_id"); err != nil {
-				return err
-			}
-			p.ElementID = f.v
-		case 2:
-			err = p.timestamp(f.v)
-		case 3:
-			// A singular message: a second occurrence merges into the first.
-			p.Merged = p.Merged || tags
-			tags = true
-			if !skipValues {
-				err = p.family(f.v)
-			}
-		case 4:
-			p.Span = f.v
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return parseElementLike(b, p, skipValues, true)
 }
 
 // ParseTraceWrite reads a cluster.v1.TraceWrite (laid out as StreamWrite:
@@ -139,26 +106,5 @@ func AppendTraceWriteResponse(b []byte, metadata []byte, hasMetadata bool, versi
 // into MessageID: what a trace write's answer is matched by) and status
 // (3); metadata (1) is validated and skipped.
 func ParseTraceWriteResponse(b []byte, r *WriteResponse) error {
-	*r = WriteResponse{}
-	for len(b) > 0 {
-		f, n, err := next(b)
-		if err != nil {
-			return err
-		}
-		b = b[n:]
-		switch {
-		case f.num == 1 && f.typ == protowire.BytesType:
-			if err := validate(f.v, metadataShape); err != nil {
-				return err
-			}
-		case f.num == 2 && f.typ == protowire.VarintType:
-			r.MessageID = f.x
-		case f.num == 3 && f.typ == protowire.BytesType:
-			if err := checkUTF8(f.v, "status"); err != nil {
-				return err
-			}
-			r.Status = f.v
-		}
-	}
-	return nil
+	return parseWriteResponse(b, r, 2, 3, 1)
 }

@@ -179,15 +179,7 @@ func TestKillDataNodeUnderSpanLoad(t *testing.T) {
 	ld := startLoadWith(t, conn, loadOpts{open: openSpanStream(conn)})
 	ld.waitAcked(warmAcks, startupAcks)
 
-	killedAt := time.Now()
-	nodes[1].p.kill()
-	t.Logf("killed %s (SIGKILL) after %d acked spans", nodes[1].name, ld.acked.Load())
-	time.Sleep(faultWindow)
-	restartAt := time.Now()
-	c.startDataNode(nodes[1])
-	t.Logf("restarted %s (same name and data path) in %s", nodes[1].name, time.Since(restartAt).Round(time.Millisecond))
-	time.Sleep(faultWindow)
-	outs := ld.finish()
+	killedAt, restartAt, outs := killAndRestart(t, c, nodes[1], ld)
 
 	res := verifyOutcomes(t, outs, func() (map[int64]int, error) { return ld.readSpans(conn, int64(len(outs))) })
 	t.Logf("kill -9 data node under spans: %s", res)
