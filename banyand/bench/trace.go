@@ -15,6 +15,7 @@ import (
 
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
+	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	tracev1 "github.com/banyand-io/banyand/api/proto/banyandb/trace/v1"
 	"github.com/banyand-io/banyand/pkg/wire"
 )
@@ -169,35 +170,43 @@ func (s *traceWriter) recv() (uint64, string, error) {
 	return r.id, r.status, err
 }
 
-// queryPage reads the traces of entity e with a span in the time range:
-// offset and limit count traces; the seqs are those of every span read
-// that is entity e's, with its timestamp, in its trace, with the payload.
+// queryPage reads back the traces of entity e with a span in the time
+// range the way OAP looks a trace up: one query a trace, by trace id
+// (a seek to the trace's series; a query over a time range without the
+// trace id reads every span of the range, as banyand keeps no tag
+// indexes). The seqs are those of every span read that is entity e's,
+// with its timestamp, in its trace, with the span's bytes; the count is
+// 0, so the caller never pages.
 func (w *traceWorkload) queryPage(ctx context.Context, q pageQuery) ([]int64, int, error) {
 	m := w.msgs
-	resp, err := w.client.Query(ctx, &tracev1.QueryRequest{
-		Groups:        []string{m.md.GetGroup()},
-		Name:          m.md.GetName(),
-		TimeRange:     timeRange(q.fromMs, q.toMs),
-		Criteria:      m.entityCriteria(q.entity),
-		Offset:        q.offset,
-		Limit:         q.limit,
-		TagProjection: []string{tagStartTime},
-	})
-	if err != nil {
-		return nil, 0, err
-	}
 	var seqs []int64
-	for _, tr := range resp.GetTraces() {
-		for _, sp := range tr.GetSpans() {
-			seq := m.seqOfElement(sp.GetSpanId())
-			if seq < 0 || m.entity(seq) != q.entity || m.traceID(seq) != tr.GetTraceId() || string(sp.GetSpan()) != string(m.payload) ||
-				len(sp.GetTags()) != 1 || sp.GetTags()[0].GetValue().GetTimestamp().AsTime().UnixMilli() != m.millis(seq) {
-				continue
+	seen := map[string]bool{}
+	for ms := q.fromMs; ms < q.toMs; ms++ {
+		id := m.traceID((ms-m.baseMillis)*m.entities + q.entity)
+		if seen[id] || ms < m.baseMillis {
+			continue
+		}
+		seen[id] = true
+		resp, err := w.client.Query(ctx, &tracev1.QueryRequest{
+			Groups: []string{m.md.GetGroup()}, Name: m.md.GetName(),
+			Criteria:      &modelv1.Criteria{Exp: &modelv1.Criteria_Condition{Condition: &modelv1.Condition{Name: tagTraceID, Op: modelv1.Condition_BINARY_OP_EQ, Value: &modelv1.TagValue{Value: &modelv1.TagValue_Str{Str: &modelv1.Str{Value: id}}}}}},
+			TagProjection: []string{tagStartTime},
+		})
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, tr := range resp.GetTraces() {
+			for _, sp := range tr.GetSpans() {
+				seq := m.seqOfElement(sp.GetSpanId())
+				if seq < 0 || m.entity(seq) != q.entity || m.traceID(seq) != tr.GetTraceId() || string(sp.GetSpan()) != string(m.payload) ||
+					len(sp.GetTags()) != 1 || sp.GetTags()[0].GetValue().GetTimestamp().AsTime().UnixMilli() != m.millis(seq) {
+					continue
+				}
+				seqs = append(seqs, seq)
 			}
-			seqs = append(seqs, seq)
 		}
 	}
-	return seqs, len(resp.GetTraces()), nil
+	return seqs, 0, nil
 }
 
 func ensureTrace(ctx context.Context, conn grpc.ClientConnInterface, md *commonv1.Metadata) error {

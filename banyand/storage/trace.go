@@ -189,13 +189,20 @@ func (s *Store) selectTraces(ctx context.Context, db *tsdb.DB, q *clusterv1.Trac
 		limit = schema.DefaultTraceLimit
 	}
 	top := newTraceTop(int(req.GetOffset())+int(limit), req.GetOrderBy().GetSort() == modelv1.Sort_SORT_DESC)
-	series, _ := seriesKey(req.GetName(), []string{ts.def.GetTraceIdTagName()}, crit.eq)
+	// One trace's spans when the criteria fix its id; else the name's time
+	// index, one key range for the time range.
+	kind, series := tsdb.KindTrace, []byte(nil)
+	if key, ok := seriesKey(req.GetName(), []string{ts.def.GetTraceIdTagName()}, crit.eq); ok {
+		series = key
+	} else {
+		kind, series = tsdb.KindTraceTime, TraceTimeSeries(req.GetName())
+	}
 	if begin >= end {
 		return &clusterv1.TraceQueryResult{}, nil
 	}
 	var sv clusterv1.SpanValue
 	for _, g := range slices.Compact(slices.Sorted(slices.Values(req.GetGroups()))) {
-		for _, seg := range db.SegmentsIn(tsdb.KindTrace, g, begin, end) {
+		for _, seg := range db.SegmentsIn(kind, g, begin, end) {
 			sc := tsdb.Scan{Name: req.GetName(), Begin: begin, End: end, SeriesKey: series}
 			err := db.ScanSegment(ctx, seg, sc, func(it *tsdb.Item) error {
 				sv.Reset()

@@ -108,3 +108,20 @@ func AppendTraceWriteResponse(b []byte, metadata []byte, hasMetadata bool, versi
 func ParseTraceWriteResponse(b []byte, r *WriteResponse) error {
 	return parseWriteResponse(b, r, 2, 3, 1)
 }
+
+// AppendSpanIndex appends value, an encoded cluster.v1.SpanValue that
+// parsed, without its span bytes (field 4): the span's entry in the data
+// node's time index, which criteria read but never the span.
+func AppendSpanIndex(b, value []byte) []byte {
+	for rest := value; len(rest) > 0; {
+		f, n, err := next(rest)
+		if err != nil { // not a value that parsed: keep it whole
+			return append(b, value...)
+		}
+		if f.num != 4 || f.typ != protowire.BytesType {
+			b = append(b, rest[:n]...)
+		}
+		rest = rest[n:]
+	}
+	return b
+}

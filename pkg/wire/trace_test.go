@@ -105,6 +105,11 @@ func checkTraceWrite(t testing.TB, b []byte) {
 			fams = append(fams, sv.GetTags())
 		}
 		checkFamilies(t, p, fams)
+		var index clusterv1.SpanValue
+		if err := proto.Unmarshal(AppendSpanIndex(nil, w.Value), &index); err != nil || len(index.GetSpan()) != 0 ||
+			index.GetSpanId() != sv.GetSpanId() || !proto.Equal(index.GetTimestamp(), sv.GetTimestamp()) || !proto.Equal(index.GetTags(), sv.GetTags()) {
+			t.Fatalf("AppendSpanIndex: %v (%v), want %v without its span", &index, err, sv)
+		}
 		var back clusterv1.SpanValue
 		if err := proto.Unmarshal(AppendSpanValue(nil, p), &back); err != nil || !proto.Equal(&back, sv) {
 			if err != nil || back.GetSpanId() != sv.GetSpanId() || !bytes.Equal(back.GetSpan(), sv.GetSpan()) ||

@@ -28,12 +28,19 @@ const (
 	// trace id), the element id the span id; versioned by the write's
 	// version like a measure data point (docs/design/traces.md).
 	KindTrace Kind = 0x05
+	// KindTraceTime prefixes the spans' time index: one record a span in
+	// one series per trace name, so a time range of a name's spans is one
+	// contiguous key range; its element id is the span's trace series key
+	// (length-prefixed) and span id, its value the span without its bytes.
+	KindTraceTime Kind = 0x06
 )
 
 // versioned kinds keep, of several writes of one key, the one with the
 // highest version (the newest among equals), in the buffer, in Pebble's
 // merge and in scans; the others keep the newest.
-func (k Kind) versioned() bool { return k == KindMeasure || k == KindProperty || k == KindTrace }
+func (k Kind) versioned() bool {
+	return k == KindMeasure || k == KindProperty || k == KindTrace || k == KindTraceTime
+}
 
 func (k Kind) String() string {
 	switch k {
@@ -45,6 +52,8 @@ func (k Kind) String() string {
 		return "property"
 	case KindTrace:
 		return "trace"
+	case KindTraceTime:
+		return "trace-time"
 	default:
 		return fmt.Sprintf("kind(%d)", byte(k))
 	}
@@ -61,6 +70,7 @@ var errMalformed = errors.New("tsdb: malformed stored record")
 //	stream  = 0x02 lp(group) be64s(segment start) lp(name) be64(xxhash64(series key)) be64s(ts) element id
 //	measure = 0x03 lp(group) be64s(segment start) lp(name) be64(xxhash64(series key)) be64s(ts)
 //	trace   = 0x05 lp(group) be64s(segment start) lp(name) be64(xxhash64(series key)) be64s(ts) span id
+//	trace-time = 0x06 lp(group) be64s(segment start) lp(name) be64(xxhash64(time series)) be64s(ts) lp(series key) span id
 //	segment = 0x01 kind lp(group) be64s(segment start)            → be64s(segment end)
 //
 // lp is uvarint(len) followed by the bytes, be64s an int64 big-endian with the
