@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
+	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
@@ -205,13 +206,25 @@ func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest)
 	if err := checkQuery(req.GetGroups(), req.GetName(), req.GetTimeRange(), req.GetCriteria(), req.GetOffset(), req.GetLimit()); err != nil {
 		return nil, err
 	}
-	switch {
-	case req.GetGroupBy() != nil, req.GetAgg() != nil, req.GetTop() != nil:
-		return nil, status.Error(codes.Unimplemented, "group_by, agg and top are not supported")
-	case req.GetOrderBy().GetIndexRuleName() != "":
+	if req.GetOrderBy().GetIndexRuleName() != "" {
 		return nil, status.Error(codes.Unimplemented, "order_by.index_rule_name: only ordering by time is supported")
 	}
 	snap := s.schema.snapshot()
+	var shape *shaping
+	nodeReq := req
+	if needsShaping(req) {
+		defs := make([]*databasev1.Measure, 0, len(req.GetGroups()))
+		for _, g := range req.GetGroups() {
+			if l := snap.measures[nameKey{Group: g, Name: req.GetName()}]; l != nil {
+				defs = append(defs, l.schema)
+			}
+		}
+		var err error
+		if shape, err = newShaping(req, defs); err != nil {
+			return nil, err
+		}
+		nodeReq = shape.nodeRequest(req)
+	}
 	type seriesTime struct {
 		group string
 		sid   uint64
@@ -223,7 +236,7 @@ func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest)
 		if l == nil {
 			return nil, status.Errorf(codes.NotFound, "measure %s/%s does not exist", g, req.GetName())
 		}
-		one := proto.CloneOf(req)
+		one := proto.CloneOf(nodeReq)
 		one.Groups = []string{g}
 		payload, err := proto.Marshal(&clusterv1.MeasureQuery{Request: one, Schema: l.schema})
 		if err != nil {
@@ -237,6 +250,10 @@ func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest)
 			var resp measurev1.QueryResponse
 			if err := proto.Unmarshal(r, &resp); err != nil {
 				return nil, status.Errorf(codes.Internal, "decode a data node's answer: %v", err)
+			}
+			if shape != nil && len(resp.GetDataPoints()) >= int(schema.MaxQueryWindow) {
+				return nil, status.Errorf(codes.InvalidArgument, "group_by/agg/top over more than %d data points of group %q on one data node; "+
+					"narrow the time range or the criteria", schema.MaxQueryWindow, g)
 			}
 			for _, dp := range resp.GetDataPoints() {
 				// A point is identified by its series and time; of two
@@ -263,6 +280,17 @@ func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest)
 		}
 		return cmp.Or(cmp.Compare(a.k.group, b.k.group), cmp.Compare(a.k.sid, b.k.sid))
 	})
+	if shape != nil {
+		points := make([]*measurev1.DataPoint, len(all))
+		for i, k := range all {
+			points[i] = k.dp
+		}
+		shaped, err := shape.apply(req, points)
+		if err != nil {
+			return nil, err
+		}
+		return &measurev1.QueryResponse{DataPoints: shaped}, nil
+	}
 	all = page(all, req.GetOffset(), req.GetLimit(), schema.DefaultMeasureLimit)
 	resp := &measurev1.QueryResponse{DataPoints: make([]*measurev1.DataPoint, len(all))}
 	for i, k := range all {
