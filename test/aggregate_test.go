@@ -156,8 +156,10 @@ func checkAggregations(t *testing.T, conn *grpc.ClientConn, replicas uint32) {
 		"group by an unknown tag": func(r *measurev1.QueryRequest) {
 			r.GroupBy = &measurev1.QueryRequest_GroupBy{TagProjection: &modelv1.TagProjection{TagFamilies: []*modelv1.TagProjection_TagFamily{{Name: "default", Tags: []string{"nope"}}}}}
 		},
-		"top 0":         func(r *measurev1.QueryRequest) { r.Top = &measurev1.QueryRequest_Top{Number: 0, FieldName: "value"} },
-		"top 1,000,000": func(r *measurev1.QueryRequest) { r.Top = &measurev1.QueryRequest_Top{Number: 1_000_000, FieldName: "value"} },
+		"top 0": func(r *measurev1.QueryRequest) { r.Top = &measurev1.QueryRequest_Top{Number: 0, FieldName: "value"} },
+		"top 1,000,000": func(r *measurev1.QueryRequest) {
+			r.Top = &measurev1.QueryRequest_Top{Number: 1_000_000, FieldName: "value"}
+		},
 		"top by another field than the aggregate": func(r *measurev1.QueryRequest) {
 			agg(modelv1.AggregationFunction_AGGREGATION_FUNCTION_MAX)(r)
 			r.Top = &measurev1.QueryRequest_Top{Number: 2, FieldName: "total"}
