@@ -323,12 +323,13 @@ func checkCriteria(c *modelv1.Criteria, depth int) error {
 		case modelv1.Condition_BINARY_OP_EQ, modelv1.Condition_BINARY_OP_NE,
 			modelv1.Condition_BINARY_OP_LT, modelv1.Condition_BINARY_OP_GT,
 			modelv1.Condition_BINARY_OP_LE, modelv1.Condition_BINARY_OP_GE,
-			modelv1.Condition_BINARY_OP_IN, modelv1.Condition_BINARY_OP_NOT_IN:
+			modelv1.Condition_BINARY_OP_IN, modelv1.Condition_BINARY_OP_NOT_IN,
+			modelv1.Condition_BINARY_OP_HAVING, modelv1.Condition_BINARY_OP_NOT_HAVING:
 			return nil
 		case modelv1.Condition_BINARY_OP_UNSPECIFIED:
 			return status.Errorf(codes.InvalidArgument, "criteria: condition on %q has no operator", cond.GetName())
 		default:
-			return status.Errorf(codes.Unimplemented, "criteria: operator %s is not supported (only EQ, NE, LT, GT, LE, GE, IN, NOT_IN)", cond.GetOp())
+			return status.Errorf(codes.Unimplemented, "criteria: operator %s is not supported (only EQ, NE, LT, GT, LE, GE, IN, NOT_IN, HAVING, NOT_HAVING)", cond.GetOp())
 		}
 	case *modelv1.Criteria_Le:
 		switch e.Le.GetOp() {

@@ -74,7 +74,8 @@ func TestQueryErrors(t *testing.T) {
 		}}, false, "code"},
 		{"match", &streamv1.QueryRequest{TimeRange: tr, Criteria: cond("service", modelv1.Condition_BINARY_OP_MATCH, str("x"))}, true, "MATCH"},
 		{"in with a scalar", &streamv1.QueryRequest{TimeRange: tr, Criteria: and(eq("service", str("a")), cond("code", modelv1.Condition_BINARY_OP_IN, intv(1)))}, false, "int_array"},
-		{"having", &streamv1.QueryRequest{TimeRange: tr, Criteria: cond("labels", modelv1.Condition_BINARY_OP_HAVING, str("a"))}, true, "HAVING"},
+		{"having on a scalar tag", &streamv1.QueryRequest{TimeRange: tr, Criteria: cond("code", modelv1.Condition_BINARY_OP_HAVING, ints(1))}, false, "only array tags"},
+		{"having a scalar", &streamv1.QueryRequest{TimeRange: tr, Criteria: cond("labels", modelv1.Condition_BINARY_OP_HAVING, str("a"))}, false, "str_array"},
 		{"order by index", &streamv1.QueryRequest{TimeRange: tr, OrderBy: &modelv1.QueryOrder{IndexRuleName: "duration"}}, true, "index rule"},
 		{"range on array", &streamv1.QueryRequest{TimeRange: tr, Criteria: cond("ids", modelv1.Condition_BINARY_OP_LT, &modelv1.TagValue{
 			Value: &modelv1.TagValue_IntArray{IntArray: &modelv1.IntArray{Value: []int64{1}}},
@@ -223,6 +224,14 @@ func TestCriteria(t *testing.T) {
 		{"not in", and(eq("service", str("svc-0")), cond("code", modelv1.Condition_BINARY_OP_NOT_IN, ints(0, 1, 2))),
 			pick(func(e elem) bool { return e.service == "svc-0" && e.code > 2 })},
 		{"in of another type", cond("code", modelv1.Condition_BINARY_OP_IN, strs("201")), nil},
+		// labels = [a, id], ids = [1, code]
+		{"having one", cond("labels", modelv1.Condition_BINARY_OP_HAVING, strs("e007")), []string{"e007"}},
+		{"having all", cond("labels", modelv1.Condition_BINARY_OP_HAVING, strs("a", "e007")), []string{"e007"}},
+		{"having not all", cond("labels", modelv1.Condition_BINARY_OP_HAVING, strs("b", "e007")), nil},
+		{"having ints", cond("ids", modelv1.Condition_BINARY_OP_HAVING, ints(1, 201)), pick(func(e elem) bool { return e.code == 201 })},
+		{"not having", and(eq("service", str("svc-0")), cond("ids", modelv1.Condition_BINARY_OP_NOT_HAVING, ints(0))),
+			pick(func(e elem) bool { return e.service == "svc-0" && e.code != 0 })},
+		{"having of another type", cond("ids", modelv1.Condition_BINARY_OP_HAVING, strs("1")), nil},
 	} {
 		got := ids(mustQueryStream(t, s, &streamv1.QueryRequest{TimeRange: tr, Criteria: tc.crit, Limit: 1000}))
 		if !slices.Equal(got, tc.want) {
