@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
+	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
@@ -129,14 +130,12 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 	if err := checkQuery(req.GetGroups(), req.GetName(), req.GetTimeRange(), req.GetCriteria(), req.GetOffset(), req.GetLimit()); err != nil {
 		return nil, err
 	}
-	if req.GetOrderBy().GetIndexRuleName() != "" {
-		return nil, status.Error(codes.Unimplemented, "order_by.index_rule_name: only ordering by time is supported")
-	}
 	snap := s.schema.snapshot()
 	type keyed struct {
 		ts      int64
 		version int64
 		el      *streamv1.Element
+		key     *modelv1.TagValue // the order tag's value, when ordering by an index rule
 	}
 	// An element is identified by its group, series, timestamp and id. A
 	// replica or a redelivered write shows up once per copy, and an element
@@ -155,7 +154,15 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 		}
 		one := proto.CloneOf(req)
 		one.Groups = []string{g}
-		payload, err := proto.Marshal(&clusterv1.StreamQuery{Request: one, Schema: l.schema})
+		sq := &clusterv1.StreamQuery{Request: one, Schema: l.schema}
+		if rule := req.GetOrderBy().GetIndexRuleName(); rule != "" {
+			tag, err := s.schema.orderTag(g, req.GetName(), commonv1.Catalog_CATALOG_STREAM, rule)
+			if err != nil {
+				return nil, err
+			}
+			sq.OrderTag = tag
+		}
+		payload, err := proto.Marshal(sq)
 		if err != nil {
 			return nil, status.Errorf(codes.Internal, "encode query: %v", err)
 		}
@@ -168,26 +175,42 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 			if err := proto.Unmarshal(r, &res); err != nil {
 				return nil, status.Errorf(codes.Internal, "decode a data node's answer: %v", err)
 			}
-			els, keys, versions := res.GetElements(), res.GetSeriesKeys(), res.GetVersions()
-			if len(keys) != len(els) || len(versions) != len(els) {
-				return nil, status.Errorf(codes.Internal, "a data node's answer has %d elements, %d series keys and %d versions", len(els), len(keys), len(versions))
+			els, keys, versions, orderKeys := res.GetElements(), res.GetSeriesKeys(), res.GetVersions(), res.GetOrderKeys()
+			if len(keys) != len(els) || len(versions) != len(els) || (sq.OrderTag != "" && len(orderKeys) != len(els)) {
+				return nil, status.Errorf(codes.Internal, "a data node's answer has %d elements, %d series keys, %d versions and %d order keys",
+					len(els), len(keys), len(versions), len(orderKeys))
 			}
 			for i, el := range els {
 				ts := el.GetTimestamp().AsTime().UnixNano()
+				kd := keyed{ts: ts, version: versions[i], el: el}
+				if sq.OrderTag != "" {
+					kd.key = orderKeys[i]
+				}
 				k := elementKey{group: g, series: string(keys[i]), id: el.GetElementId(), ts: ts}
 				if j, ok := latest[k]; ok {
 					if versions[i] > all[j].version {
-						all[j] = keyed{ts: ts, version: versions[i], el: el}
+						all[j] = kd
 					}
 					continue
 				}
 				latest[k] = len(all)
-				all = append(all, keyed{ts: ts, version: versions[i], el: el})
+				all = append(all, kd)
 			}
 		}
 	}
-	byTime := timeOrder(req.GetOrderBy().GetSort() == modelv1.Sort_SORT_DESC)
+	desc := req.GetOrderBy().GetSort() == modelv1.Sort_SORT_DESC
+	byTime := timeOrder(desc)
+	byKey := req.GetOrderBy().GetIndexRuleName() != ""
 	slices.SortStableFunc(all, func(a, b keyed) int {
+		if byKey {
+			c := schema.CompareTagKeys(a.key, b.key)
+			if desc {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+		}
 		if c := byTime(a.ts, b.ts); c != 0 {
 			return c
 		}

@@ -2,9 +2,14 @@ package liaison
 
 import (
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	"github.com/banyand-io/banyand/banyand/schema"
 	"github.com/banyand-io/banyand/pkg/route"
 )
@@ -97,4 +102,26 @@ func (p *Placement) update() {
 		return
 	}
 	p.logger.Debug("placement updated", "version", t.Version(), "nodes", len(p.nodes), "groups", len(p.groups))
+}
+
+// orderTag resolves the index rule a query orders by: the rule named in
+// group, bound to the subject (name, catalog) by a binding of the group,
+// and not marked no_sort; its first tag is the one to order by. Anything
+// else is InvalidArgument, as in BanyanDB.
+func (l *layouts) orderTag(group, subject string, catalog commonv1.Catalog, rule string) (string, error) {
+	src := l.src.Current()
+	r := src.IndexRules[schema.Key{Group: group, Name: rule}]
+	if r == nil {
+		return "", status.Errorf(codes.InvalidArgument, "order_by: group %q has no index rule %q", group, rule)
+	}
+	if r.GetNoSort() || len(r.GetTags()) == 0 {
+		return "", status.Errorf(codes.InvalidArgument, "order_by: index rule %s/%s does not sort (no_sort or no tag)", group, rule)
+	}
+	for k, b := range src.IndexRuleBindings {
+		if k.Group == group && b.GetSubject().GetName() == subject && b.GetSubject().GetCatalog() == catalog &&
+			slices.Contains(b.GetRules(), rule) {
+			return r.GetTags()[0], nil
+		}
+	}
+	return "", status.Errorf(codes.InvalidArgument, "order_by: index rule %s/%s is not bound to %s", group, rule, subject)
 }

@@ -76,7 +76,7 @@ func TestQueryErrors(t *testing.T) {
 		{"in with a scalar", &streamv1.QueryRequest{TimeRange: tr, Criteria: and(eq("service", str("a")), cond("code", modelv1.Condition_BINARY_OP_IN, intv(1)))}, false, "int_array"},
 		{"having on a scalar tag", &streamv1.QueryRequest{TimeRange: tr, Criteria: cond("code", modelv1.Condition_BINARY_OP_HAVING, ints(1))}, false, "only array tags"},
 		{"having a scalar", &streamv1.QueryRequest{TimeRange: tr, Criteria: cond("labels", modelv1.Condition_BINARY_OP_HAVING, str("a"))}, false, "str_array"},
-		{"order by index", &streamv1.QueryRequest{TimeRange: tr, OrderBy: &modelv1.QueryOrder{IndexRuleName: "duration"}}, true, "index rule"},
+		{"order by index without its tag", &streamv1.QueryRequest{TimeRange: tr, OrderBy: &modelv1.QueryOrder{IndexRuleName: "duration"}}, false, "without the tag"},
 		{"range on array", &streamv1.QueryRequest{TimeRange: tr, Criteria: cond("ids", modelv1.Condition_BINARY_OP_LT, &modelv1.TagValue{
 			Value: &modelv1.TagValue_IntArray{IntArray: &modelv1.IntArray{Value: []int64{1}}},
 		})}, true, "LT"},
@@ -377,4 +377,52 @@ func strs(v ...string) *modelv1.TagValue {
 
 func ints(v ...int64) *modelv1.TagValue {
 	return &modelv1.TagValue{Value: &modelv1.TagValue_IntArray{IntArray: &modelv1.IntArray{Value: v}}}
+}
+
+// Ordered by a tag's value (the tag of the index rule the query names,
+// which the liaison resolves): every segment is read, ties go by time,
+// the cut keeps the first offset+limit in that order, and each element's
+// value comes back for the liaison's merge.
+func TestOrderByTag(t *testing.T) {
+	s := openStore(t, t.TempDir(), nil)
+	es := fixture(t, s) // code = k*100 + service number, time order by id
+	tr := timeRange(base, base.Add(72*time.Hour))
+	byCode := slices.Clone(es)
+	slices.SortStableFunc(byCode, func(a, b elem) int { return int(a.code - b.code) })
+	for _, desc := range []bool{false, true} {
+		want := make([]string, 0, len(byCode))
+		for _, e := range byCode {
+			want = append(want, e.id)
+		}
+		if desc {
+			slices.Reverse(want) // code desc, ties by time desc
+		}
+		sort := modelv1.Sort_SORT_ASC
+		if desc {
+			sort = modelv1.Sort_SORT_DESC
+		}
+		q := streamQuery(&streamv1.QueryRequest{TimeRange: tr, Limit: 7, Offset: 3, OrderBy: &modelv1.QueryOrder{IndexRuleName: "code-rule", Sort: sort}})
+		q.OrderTag = "code"
+		res, err := s.QueryStreamResult(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(res.GetElements()); !slices.Equal(got, want[:10]) {
+			t.Errorf("desc=%v: %v, want %v", desc, got, want[:10])
+		}
+		if len(res.GetOrderKeys()) != len(res.GetElements()) {
+			t.Fatalf("%d order keys for %d elements", len(res.GetOrderKeys()), len(res.GetElements()))
+		}
+		for i, el := range res.GetElements() {
+			e := es[slices.IndexFunc(es, func(e elem) bool { return e.id == el.GetElementId() })]
+			if k := res.GetOrderKeys()[i].GetInt().GetValue(); k != e.code {
+				t.Errorf("order key of %s = %d, want its code %d", e.id, k, e.code)
+			}
+		}
+	}
+	q := streamQuery(&streamv1.QueryRequest{TimeRange: tr, OrderBy: &modelv1.QueryOrder{IndexRuleName: "r"}})
+	q.OrderTag = "nope"
+	if _, err := s.QueryStreamResult(context.Background(), q); !errors.Is(err, queue.ErrInvalidMessage) {
+		t.Errorf("order by an unknown tag: %v, want invalid", err)
+	}
 }
