@@ -142,6 +142,41 @@ func checkAggregations(t *testing.T, conn *grpc.ClientConn, replicas uint32) {
 		t.Errorf("float min over all points: %s", prototext.Format(resp))
 	}
 
+	// Ordered by an index rule's tag (id, descending; ties by time,
+	// descending too), the tag cut from the answer when not projected.
+	ctx := ctxT(t)
+	if _, err := databasev1.NewIndexRuleRegistryServiceClient(conn).Create(ctx, &databasev1.IndexRuleRegistryServiceCreateRequest{IndexRule: &databasev1.IndexRule{
+		Metadata: &commonv1.Metadata{Group: cpmGroup, Name: "by_id"}, Tags: []string{"id"}, Type: databasev1.IndexRule_TYPE_INVERTED,
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := databasev1.NewIndexRuleBindingRegistryServiceClient(conn).Create(ctx, &databasev1.IndexRuleBindingRegistryServiceCreateRequest{IndexRuleBinding: &databasev1.IndexRuleBinding{
+		Metadata: &commonv1.Metadata{Group: cpmGroup, Name: "cpm"}, Rules: []string{"by_id"},
+		Subject:  &databasev1.Subject{Catalog: commonv1.Catalog_CATALOG_MEASURE, Name: cpmName},
+		BeginAt:  timestamppb.New(baseTime.Add(-time.Hour)), ExpireAt: timestamppb.New(baseTime.Add(24 * 365 * time.Hour)),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = query(func(r *measurev1.QueryRequest) {
+		r.TagProjection = &modelv1.TagProjection{TagFamilies: []*modelv1.TagProjection_TagFamily{{Name: "default", Tags: []string{"entity_id"}}}}
+		r.OrderBy = &modelv1.QueryOrder{IndexRuleName: "by_id", Sort: modelv1.Sort_SORT_DESC}
+		r.Limit = 4
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	for _, dp := range resp.GetDataPoints() {
+		tags := dp.GetTagFamilies()[0].GetTags()
+		if len(tags) != 1 {
+			t.Fatalf("ordered by id, projecting entity_id: tags %v", tags)
+		}
+		got = append(got, tags[0].GetValue().GetStr().GetValue())
+	}
+	if want := []string{"entity_6", "entity_5", "entity_4", "entity_3"}; !equalStrings(got, want) {
+		t.Errorf("ordered by id desc: %v, want %v", got, want)
+	}
+
 	// Bad input: each a clear InvalidArgument.
 	for name, mod := range map[string]func(*measurev1.QueryRequest){
 		"agg on a string field": func(r *measurev1.QueryRequest) {
@@ -159,6 +194,9 @@ func checkAggregations(t *testing.T, conn *grpc.ClientConn, replicas uint32) {
 		"top 0": func(r *measurev1.QueryRequest) { r.Top = &measurev1.QueryRequest_Top{Number: 0, FieldName: "value"} },
 		"top 1,000,000": func(r *measurev1.QueryRequest) {
 			r.Top = &measurev1.QueryRequest_Top{Number: 1_000_000, FieldName: "value"}
+		},
+		"order by a rule the group lacks": func(r *measurev1.QueryRequest) {
+			r.OrderBy = &modelv1.QueryOrder{IndexRuleName: "nope"}
 		},
 		"top by another field than the aggregate": func(r *measurev1.QueryRequest) {
 			agg(modelv1.AggregationFunction_AGGREGATION_FUNCTION_MAX)(r)

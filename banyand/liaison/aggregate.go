@@ -358,3 +358,15 @@ func project(req *measurev1.QueryRequest, p *measurev1.DataPoint) *measurev1.Dat
 	}
 	return out
 }
+
+// familyOf returns the family of def holding tag.
+func familyOf(def *databasev1.Measure, tag string) (string, bool) {
+	for _, f := range def.GetTagFamilies() {
+		for _, t := range f.GetTags() {
+			if t.GetName() == tag {
+				return f.GetName(), true
+			}
+		}
+	}
+	return "", false
+}

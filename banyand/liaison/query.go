@@ -229,9 +229,6 @@ func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest)
 	if err := checkQuery(req.GetGroups(), req.GetName(), req.GetTimeRange(), req.GetCriteria(), req.GetOffset(), req.GetLimit()); err != nil {
 		return nil, err
 	}
-	if req.GetOrderBy().GetIndexRuleName() != "" {
-		return nil, status.Error(codes.Unimplemented, "order_by.index_rule_name: only ordering by time is supported")
-	}
 	snap := s.schema.snapshot()
 	var shape *shaping
 	nodeReq := req
@@ -248,6 +245,31 @@ func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest)
 		}
 		nodeReq = shape.nodeRequest(req)
 	}
+	// Ordered by an index rule: each group's rule tag, projected too so
+	// that the answers merge by it (cut again from the answer below).
+	rule := req.GetOrderBy().GetIndexRuleName()
+	orderTags := map[string][2]string{} // group → (family, tag)
+	if rule != "" {
+		for _, g := range req.GetGroups() {
+			l := snap.measures[nameKey{Group: g, Name: req.GetName()}]
+			if l == nil {
+				return nil, status.Errorf(codes.NotFound, "measure %s/%s does not exist", g, req.GetName())
+			}
+			tag, err := s.schema.orderTag(g, req.GetName(), commonv1.Catalog_CATALOG_MEASURE, rule)
+			if err != nil {
+				return nil, err
+			}
+			fam, ok := familyOf(l.schema, tag)
+			if !ok {
+				return nil, status.Errorf(codes.InvalidArgument, "order_by: index rule %s/%s names tag %q, which measure %s lacks", g, rule, tag, req.GetName())
+			}
+			orderTags[g] = [2]string{fam, tag}
+			if nodeReq == req {
+				nodeReq = proto.CloneOf(req)
+			}
+			nodeReq.TagProjection = projectTag(nodeReq.TagProjection, fam, tag)
+		}
+	}
 	type seriesTime struct {
 		group string
 		sid   uint64
@@ -261,7 +283,7 @@ func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest)
 		}
 		one := proto.CloneOf(nodeReq)
 		one.Groups = []string{g}
-		payload, err := proto.Marshal(&clusterv1.MeasureQuery{Request: one, Schema: l.schema})
+		payload, err := proto.Marshal(&clusterv1.MeasureQuery{Request: one, Schema: l.schema, OrderTag: orderTags[g][1]})
 		if err != nil {
 			return nil, status.Errorf(codes.Internal, "encode query: %v", err)
 		}
@@ -289,20 +311,40 @@ func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest)
 		}
 	}
 	type keyed struct {
-		k  seriesTime
-		dp *measurev1.DataPoint
+		k   seriesTime
+		dp  *measurev1.DataPoint
+		key *modelv1.TagValue // the order tag's value, when ordering by an index rule
 	}
 	all := make([]keyed, 0, len(latest))
 	for k, dp := range latest {
-		all = append(all, keyed{k, dp})
+		kd := keyed{k: k, dp: dp}
+		if ft, ok := orderTags[k.group]; ok {
+			kd.key = pointTag(dp, ft[0], ft[1])
+		}
+		all = append(all, kd)
 	}
-	byTime := timeOrder(req.GetOrderBy().GetSort() == modelv1.Sort_SORT_DESC)
+	desc := req.GetOrderBy().GetSort() == modelv1.Sort_SORT_DESC
+	byTime := timeOrder(desc)
 	slices.SortFunc(all, func(a, b keyed) int {
+		if rule != "" {
+			c := schema.CompareTagKeys(a.key, b.key)
+			if desc {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+		}
 		if c := byTime(a.k.ts, b.k.ts); c != 0 {
 			return c
 		}
 		return cmp.Or(cmp.Compare(a.k.group, b.k.group), cmp.Compare(a.k.sid, b.k.sid))
 	})
+	if rule != "" && shape == nil {
+		for i := range all {
+			all[i].dp = project(req, all[i].dp) // the order tag only if asked for
+		}
+	}
 	if shape != nil {
 		points := make([]*measurev1.DataPoint, len(all))
 		for i, k := range all {

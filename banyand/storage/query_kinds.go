@@ -144,8 +144,6 @@ func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, f
 		return nil, fmt.Errorf("%w: measure query needs a request and a schema", errInvalidQuery)
 	}
 	switch {
-	case req.GetOrderBy().GetIndexRuleName() != "":
-		return nil, fmt.Errorf("%w: measure order by index rule %q (only order by time)", ErrUnimplemented, req.GetOrderBy().GetIndexRuleName())
 	case req.GetGroupBy() != nil:
 		return nil, fmt.Errorf("%w: measure group by", ErrUnimplemented)
 	case req.GetAgg() != nil:
@@ -183,6 +181,22 @@ func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, f
 	}
 	if !forceScan {
 		p.series, _ = seriesKey(p.name, def.GetEntity().GetTagNames(), crit.eq)
+	}
+	if tag := q.GetOrderTag(); tag != "" {
+		ref, err := layout.tag(tag)
+		if err != nil {
+			return nil, err
+		}
+		var dp measurev1.DataPointValue
+		p.orderKey = func(payload []byte) (*modelv1.TagValue, error) {
+			dp.Reset()
+			if err := proto.Unmarshal(payload, &dp); err != nil {
+				return nil, fmt.Errorf("storage: stored data point does not decode: %w", err)
+			}
+			return lookup(dp.GetTagFamilies(), ref), nil
+		}
+	} else if req.GetOrderBy().GetIndexRuleName() != "" {
+		return nil, fmt.Errorf("%w: order by index rule %q without the tag it orders by", errInvalidQuery, req.GetOrderBy().GetIndexRuleName())
 	}
 	if crit.match != nil {
 		var dp measurev1.DataPointValue

@@ -433,9 +433,12 @@ func (x *StreamQueryResult) GetOrderKeys() []*v13.TagValue {
 // MeasureQuery is StreamQuery for measures, topic "measure-query"; the reply
 // is a banyandb.measure.v1.QueryResponse.
 type MeasureQuery struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Request       *v11.QueryRequest      `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
-	Schema        *v12.Measure           `protobuf:"bytes,2,opt,name=schema,proto3" json:"schema,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Request *v11.QueryRequest      `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
+	Schema  *v12.Measure           `protobuf:"bytes,2,opt,name=schema,proto3" json:"schema,omitempty"`
+	// order_tag is StreamQuery.order_tag for measures; the liaison projects
+	// the tag too, so that it merges the answers by each point's value.
+	OrderTag      string `protobuf:"bytes,3,opt,name=order_tag,json=orderTag,proto3" json:"order_tag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -482,6 +485,13 @@ func (x *MeasureQuery) GetSchema() *v12.Measure {
 		return x.Schema
 	}
 	return nil
+}
+
+func (x *MeasureQuery) GetOrderTag() string {
+	if x != nil {
+		return x.OrderTag
+	}
+	return ""
 }
 
 // PropertyWrite applies one revision of a property on the data nodes of
@@ -772,10 +782,11 @@ const file_banyandb_cluster_v1_data_proto_rawDesc = "" +
 	"seriesKeys\x12\x1a\n" +
 	"\bversions\x18\x03 \x03(\x03R\bversions\x12:\n" +
 	"\n" +
-	"order_keys\x18\x04 \x03(\v2\x1b.banyandb.model.v1.TagValueR\torderKeys\"\x82\x01\n" +
+	"order_keys\x18\x04 \x03(\v2\x1b.banyandb.model.v1.TagValueR\torderKeys\"\x9f\x01\n" +
 	"\fMeasureQuery\x12;\n" +
 	"\arequest\x18\x01 \x01(\v2!.banyandb.measure.v1.QueryRequestR\arequest\x125\n" +
-	"\x06schema\x18\x02 \x01(\v2\x1d.banyandb.database.v1.MeasureR\x06schema\"\x9f\x02\n" +
+	"\x06schema\x18\x02 \x01(\v2\x1d.banyandb.database.v1.MeasureR\x06schema\x12\x1b\n" +
+	"\torder_tag\x18\x03 \x01(\tR\borderTag\"\x9f\x02\n" +
 	"\rPropertyWrite\x12\x19\n" +
 	"\bshard_id\x18\x01 \x01(\rR\ashardId\x12\x1d\n" +
 	"\n" +
