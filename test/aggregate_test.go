@@ -152,8 +152,8 @@ func checkAggregations(t *testing.T, conn *grpc.ClientConn, replicas uint32) {
 	}
 	if _, err := databasev1.NewIndexRuleBindingRegistryServiceClient(conn).Create(ctx, &databasev1.IndexRuleBindingRegistryServiceCreateRequest{IndexRuleBinding: &databasev1.IndexRuleBinding{
 		Metadata: &commonv1.Metadata{Group: cpmGroup, Name: "cpm"}, Rules: []string{"by_id"},
-		Subject:  &databasev1.Subject{Catalog: commonv1.Catalog_CATALOG_MEASURE, Name: cpmName},
-		BeginAt:  timestamppb.New(baseTime.Add(-time.Hour)), ExpireAt: timestamppb.New(baseTime.Add(24 * 365 * time.Hour)),
+		Subject: &databasev1.Subject{Catalog: commonv1.Catalog_CATALOG_MEASURE, Name: cpmName},
+		BeginAt: timestamppb.New(baseTime.Add(-time.Hour)), ExpireAt: timestamppb.New(baseTime.Add(24 * 365 * time.Hour)),
 	}}); err != nil {
 		t.Fatal(err)
 	}
