@@ -154,6 +154,9 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 		}
 		one := proto.CloneOf(req)
 		one.Groups = []string{g}
+		if err := s.schema.withAnalyzers(g, req.GetName(), commonv1.Catalog_CATALOG_STREAM, one.GetCriteria()); err != nil {
+			return nil, err
+		}
 		sq := &clusterv1.StreamQuery{Request: one, Schema: l.schema}
 		if rule := req.GetOrderBy().GetIndexRuleName(); rule != "" {
 			tag, err := s.schema.orderTag(g, req.GetName(), commonv1.Catalog_CATALOG_STREAM, rule)
@@ -283,6 +286,9 @@ func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest)
 		}
 		one := proto.CloneOf(nodeReq)
 		one.Groups = []string{g}
+		if err := s.schema.withAnalyzers(g, req.GetName(), commonv1.Catalog_CATALOG_MEASURE, one.GetCriteria()); err != nil {
+			return nil, err
+		}
 		payload, err := proto.Marshal(&clusterv1.MeasureQuery{Request: one, Schema: l.schema, OrderTag: orderTags[g][1]})
 		if err != nil {
 			return nil, status.Errorf(codes.Internal, "encode query: %v", err)
@@ -389,12 +395,13 @@ func checkCriteria(c *modelv1.Criteria, depth int) error {
 			modelv1.Condition_BINARY_OP_LT, modelv1.Condition_BINARY_OP_GT,
 			modelv1.Condition_BINARY_OP_LE, modelv1.Condition_BINARY_OP_GE,
 			modelv1.Condition_BINARY_OP_IN, modelv1.Condition_BINARY_OP_NOT_IN,
-			modelv1.Condition_BINARY_OP_HAVING, modelv1.Condition_BINARY_OP_NOT_HAVING:
+			modelv1.Condition_BINARY_OP_HAVING, modelv1.Condition_BINARY_OP_NOT_HAVING,
+			modelv1.Condition_BINARY_OP_MATCH:
 			return nil
 		case modelv1.Condition_BINARY_OP_UNSPECIFIED:
 			return status.Errorf(codes.InvalidArgument, "criteria: condition on %q has no operator", cond.GetName())
 		default:
-			return status.Errorf(codes.Unimplemented, "criteria: operator %s is not supported (only EQ, NE, LT, GT, LE, GE, IN, NOT_IN, HAVING, NOT_HAVING)", cond.GetOp())
+			return status.Errorf(codes.Unimplemented, "criteria: operator %s is not supported (only EQ, NE, LT, GT, LE, GE, IN, NOT_IN, HAVING, NOT_HAVING, MATCH)", cond.GetOp())
 		}
 	case *modelv1.Criteria_Le:
 		switch e.Le.GetOp() {

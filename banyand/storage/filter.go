@@ -9,6 +9,7 @@ import (
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	"github.com/banyand-io/banyand/banyand/schema"
 	"github.com/banyand-io/banyand/pkg/route"
+	"github.com/banyand-io/banyand/pkg/textmatch"
 )
 
 // predicate reports whether a stored value's tags match the criteria.
@@ -136,11 +137,40 @@ func compileCondition(c *modelv1.Condition, l *tagLayout, eq map[string]*modelv1
 		}
 		having := op == modelv1.Condition_BINARY_OP_HAVING
 		return func(t []*modelv1.TagFamilyForWrite) bool { return hasAll(lookup(t, ref), set) == having }, nil
+	case modelv1.Condition_BINARY_OP_MATCH:
+		return compileMatch(c, l, ref)
 	case modelv1.Condition_BINARY_OP_UNSPECIFIED:
 		return nil, fmt.Errorf("%w: condition on %q has no operator", errInvalidQuery, c.GetName())
 	default:
 		return nil, fmt.Errorf("%w: condition operator %v", ErrUnimplemented, op)
 	}
+}
+
+// compileMatch compiles a MATCH: the liaison has filled in the analyzer
+// (the condition's own, or the one of the index rule covering the tag). A
+// string value is one query, a string array several, each to match.
+func compileMatch(c *modelv1.Condition, l *tagLayout, ref tagRef) (predicate, error) {
+	if tt := l.families[ref.family].GetTags()[ref.tag].GetType(); tt != databasev1.TagType_TAG_TYPE_STRING {
+		return nil, fmt.Errorf("%w: MATCH on %q, a %s tag: only string tags are analyzed", errInvalidQuery, c.GetName(), tt)
+	}
+	var queries []string
+	switch x := c.GetValue().GetValue().(type) {
+	case *modelv1.TagValue_Str:
+		queries = []string{x.Str.GetValue()}
+	case *modelv1.TagValue_StrArray:
+		queries = x.StrArray.GetValue()
+	default:
+		return nil, fmt.Errorf("%w: MATCH on %q needs a str or str_array value, not %s", errInvalidQuery, c.GetName(), schema.TagValueKind(c.GetValue()))
+	}
+	opt := c.GetMatchOption()
+	m, ok := textmatch.New(opt.GetAnalyzer(), queries, opt.GetOperator() == modelv1.Condition_MatchOption_OPERATOR_AND)
+	if !ok {
+		return nil, fmt.Errorf("%w: MATCH on %q with analyzer %q: not one of keyword, standard, simple, url", errInvalidQuery, c.GetName(), opt.GetAnalyzer())
+	}
+	return func(t []*modelv1.TagFamilyForWrite) bool {
+		v, ok := lookup(t, ref).GetValue().(*modelv1.TagValue_Str)
+		return ok && m.Match(v.Str.GetValue())
+	}, nil
 }
 
 // hasAll reports whether the stored array v holds every value of set

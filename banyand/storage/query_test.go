@@ -72,7 +72,8 @@ func TestQueryErrors(t *testing.T) {
 		{"unknown projection", &streamv1.QueryRequest{TimeRange: tr, Projection: &modelv1.TagProjection{
 			TagFamilies: []*modelv1.TagProjection_TagFamily{{Name: "default", Tags: []string{"code"}}},
 		}}, false, "code"},
-		{"match", &streamv1.QueryRequest{TimeRange: tr, Criteria: cond("service", modelv1.Condition_BINARY_OP_MATCH, str("x"))}, true, "MATCH"},
+		{"match without an analyzer", &streamv1.QueryRequest{TimeRange: tr, Criteria: cond("service", modelv1.Condition_BINARY_OP_MATCH, str("x"))}, false, "analyzer"},
+		{"match on an int tag", &streamv1.QueryRequest{TimeRange: tr, Criteria: matchCond("code", "simple", str("x"))}, false, "only string tags"},
 		{"in with a scalar", &streamv1.QueryRequest{TimeRange: tr, Criteria: and(eq("service", str("a")), cond("code", modelv1.Condition_BINARY_OP_IN, intv(1)))}, false, "int_array"},
 		{"having on a scalar tag", &streamv1.QueryRequest{TimeRange: tr, Criteria: cond("code", modelv1.Condition_BINARY_OP_HAVING, ints(1))}, false, "only array tags"},
 		{"having a scalar", &streamv1.QueryRequest{TimeRange: tr, Criteria: cond("labels", modelv1.Condition_BINARY_OP_HAVING, str("a"))}, false, "str_array"},
@@ -232,6 +233,10 @@ func TestCriteria(t *testing.T) {
 		{"not having", and(eq("service", str("svc-0")), cond("ids", modelv1.Condition_BINARY_OP_NOT_HAVING, ints(0))),
 			pick(func(e elem) bool { return e.service == "svc-0" && e.code != 0 })},
 		{"having of another type", cond("ids", modelv1.Condition_BINARY_OP_HAVING, strs("1")), nil},
+		{"match", matchCond("instance", "simple", str("INST")), es2ids(es)},
+		{"match and: every token", matchCondAnd("instance", "standard", str("inst 2")), pick(func(e elem) bool { return e.instance == "inst-2" })},
+		{"match array: each item", matchCond("instance", "standard", strs("inst", "1")), pick(func(e elem) bool { return e.instance == "inst-1" })},
+		{"match keyword", matchCond("instance", "keyword", str("inst")), nil},
 	} {
 		got := ids(mustQueryStream(t, s, &streamv1.QueryRequest{TimeRange: tr, Criteria: tc.crit, Limit: 1000}))
 		if !slices.Equal(got, tc.want) {
@@ -425,4 +430,24 @@ func TestOrderByTag(t *testing.T) {
 	if _, err := s.QueryStreamResult(context.Background(), q); !errors.Is(err, queue.ErrInvalidMessage) {
 		t.Errorf("order by an unknown tag: %v, want invalid", err)
 	}
+}
+
+func matchCond(tag, analyzer string, v *modelv1.TagValue) *modelv1.Criteria {
+	c := cond(tag, modelv1.Condition_BINARY_OP_MATCH, v)
+	c.GetCondition().MatchOption = &modelv1.Condition_MatchOption{Analyzer: analyzer}
+	return c
+}
+
+func matchCondAnd(tag, analyzer string, v *modelv1.TagValue) *modelv1.Criteria {
+	c := matchCond(tag, analyzer, v)
+	c.GetCondition().MatchOption.Operator = modelv1.Condition_MatchOption_OPERATOR_AND
+	return c
+}
+
+func es2ids(es []elem) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.id
+	}
+	return out
 }
