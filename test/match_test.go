@@ -42,8 +42,8 @@ func checkMatch(t *testing.T, conn *grpc.ClientConn) {
 	}
 	if _, err := databasev1.NewIndexRuleBindingRegistryServiceClient(conn).Create(ctx, &databasev1.IndexRuleBindingRegistryServiceCreateRequest{IndexRuleBinding: &databasev1.IndexRuleBinding{
 		Metadata: &commonv1.Metadata{Group: streamGroup, Name: "bind-match"}, Rules: []string{"service-url"},
-		Subject:  &databasev1.Subject{Catalog: commonv1.Catalog_CATALOG_STREAM, Name: streamName},
-		BeginAt:  timestamppb.New(baseTime.Add(-time.Hour)), ExpireAt: timestamppb.New(baseTime.Add(24 * 365 * time.Hour)),
+		Subject: &databasev1.Subject{Catalog: commonv1.Catalog_CATALOG_STREAM, Name: streamName},
+		BeginAt: timestamppb.New(baseTime.Add(-time.Hour)), ExpireAt: timestamppb.New(baseTime.Add(24 * 365 * time.Hour)),
 	}}); err != nil {
 		t.Fatal(err)
 	}
