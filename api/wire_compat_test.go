@@ -80,8 +80,6 @@ func TestWireCompatibleWithBanyanDB(t *testing.T) {
 // mismatch is only logged. Remove an entry when its part is served.
 var notYet = []struct{ prefix, what string }{
 	{"banyandb.trace.v1.", "the trace data model (TraceService)"},
-	{"banyandb.measure.v1.TopN", "the measure TopN query"},
-	{"banyandb.measure.v1.MeasureService.TopN", "the measure TopN query"},
 }
 
 func notServedYet(name string) (string, bool) {

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
@@ -369,4 +370,9 @@ func familyOf(def *databasev1.Measure, tag string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// nullTag is the value of a tag a point was written without.
+func nullTag() *modelv1.TagValue {
+	return &modelv1.TagValue{Value: &modelv1.TagValue_Null{Null: structpb.NullValue_NULL_VALUE}}
 }
