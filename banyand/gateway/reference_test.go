@@ -205,8 +205,8 @@ func (b *refBuilder) field(t *testing.T, cols []string) {
 			f.Dependency = append(f.Dependency, dep)
 		}
 	}
-	switch {
-	case label == "map":
+	switch label {
+	case "map":
 		// map<K,V>: a repeated nested entry message.
 		kv := strings.Split(strings.TrimSuffix(strings.TrimPrefix(typ, "map<"), ">"), ",")
 		entry := &descriptorpb.DescriptorProto{
