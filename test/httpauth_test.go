@@ -1,14 +1,10 @@
 package test
 
 import (
-	"crypto/sha256"
 	"crypto/tls"
 	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,28 +14,6 @@ import (
 	"github.com/banyand-io/banyand/banyand/security"
 	"github.com/banyand-io/banyand/pkg/tlsutil/tlstest"
 )
-
-// writeHTTPAuthFile holds the tokens of writeAuthFile and two users:
-// ops (every scope) and viewer (read).
-func writeHTTPAuthFile(t *testing.T, dir string) string {
-	t.Helper()
-	sum := func(s string) string {
-		h := sha256.Sum256([]byte(s))
-		return hex.EncodeToString(h[:])
-	}
-	path := filepath.Join(dir, "auth.yaml")
-	content := fmt.Sprintf(`tokens:
-  - {name: admin, sha256: %s, scopes: [read, write, schema]}
-  - {name: dashboard, sha256: %s, scopes: [read]}
-users:
-  - {name: ops, password_hash: "sha256:%s", scopes: [read, write, schema]}
-  - {name: viewer, password_hash: "sha256:%s", scopes: [read]}
-`, sum(adminToken), sum(readerToken), sum("ops-pw"), sum("viewer-pw"))
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 func basicAuth(user, password string) string {
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))
@@ -52,7 +26,7 @@ func basicAuth(user, password string) string {
 func TestHTTPAPIAuth(t *testing.T) {
 	dir := t.TempDir()
 	sa, _ := startHTTPStandalone(t, func(s *roles.Standalone) {
-		s.SetClientSecurity(security.ClientSecurity{AuthFile: writeHTTPAuthFile(t, dir)})
+		s.SetClientSecurity(security.ClientSecurity{AuthFile: writeAuthFile(t, dir)})
 	})
 	api := newHTTPAPI(t, "http://"+sa.HTTPBoundAddr(), nil)
 	waitReady(t, api)
@@ -105,7 +79,7 @@ func TestHTTPAPIOverTLS(t *testing.T) {
 	ca := tlstest.NewCA(t, "banyand test CA")
 	cert, key := ca.IssueFiles(dir, "standalone")
 	sa, _ := startHTTPStandalone(t, func(s *roles.Standalone) {
-		s.SetClientSecurity(security.ClientSecurity{TLS: true, CertFile: cert, KeyFile: key, AuthFile: writeHTTPAuthFile(t, dir)})
+		s.SetClientSecurity(security.ClientSecurity{TLS: true, CertFile: cert, KeyFile: key, AuthFile: writeAuthFile(t, dir)})
 	})
 	api := newHTTPAPI(t, "https://"+sa.HTTPBoundAddr(), &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12})
 	waitReady(t, api)

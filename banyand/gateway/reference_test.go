@@ -135,14 +135,12 @@ func (b *refBuilder) message(full string) *descriptorpb.DescriptorProto {
 	if m, ok := b.msgs[full]; ok {
 		return m
 	}
-	pkg, path := split(full)
-	m := &descriptorpb.DescriptorProto{Name: proto.String(path[len(path)-1])}
-	if len(path) == 1 {
-		f := b.file(pkg)
-		f.MessageType = append(f.MessageType, m)
-	} else {
-		parent := b.message(full[:strings.LastIndex(full, ".")])
+	f, parent, name := b.parent(full)
+	m := &descriptorpb.DescriptorProto{Name: proto.String(name)}
+	if parent != nil {
 		parent.NestedType = append(parent.NestedType, m)
+	} else {
+		f.MessageType = append(f.MessageType, m)
 	}
 	b.msgs[full] = m
 	return m
@@ -152,17 +150,25 @@ func (b *refBuilder) enum(full string) *descriptorpb.EnumDescriptorProto {
 	if e, ok := b.enums[full]; ok {
 		return e
 	}
-	pkg, path := split(full)
-	e := &descriptorpb.EnumDescriptorProto{Name: proto.String(path[len(path)-1])}
-	if len(path) == 1 {
-		f := b.file(pkg)
-		f.EnumType = append(f.EnumType, e)
-	} else {
-		parent := b.message(full[:strings.LastIndex(full, ".")])
+	f, parent, name := b.parent(full)
+	e := &descriptorpb.EnumDescriptorProto{Name: proto.String(name)}
+	if parent != nil {
 		parent.EnumType = append(parent.EnumType, e)
+	} else {
+		f.EnumType = append(f.EnumType, e)
 	}
 	b.enums[full] = e
 	return e
+}
+
+// parent is where the type full is declared: its file when it is
+// top-level, else the message that nests it; and its short name.
+func (b *refBuilder) parent(full string) (*descriptorpb.FileDescriptorProto, *descriptorpb.DescriptorProto, string) {
+	pkg, path := split(full)
+	if len(path) == 1 {
+		return b.file(pkg), nil, path[0]
+	}
+	return nil, b.message(full[:strings.LastIndex(full, ".")]), path[len(path)-1]
 }
 
 var scalarTypes = map[string]descriptorpb.FieldDescriptorProto_Type{
