@@ -103,8 +103,9 @@ func (h *httpServer) Start(context.Context) error {
 	h.mu.Lock()
 	h.lis = lis
 	// No WriteTimeout: /debug/pprof/profile and /trace answer after their
-	// ?seconds= have passed.
-	h.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, TLSConfig: h.cfg.TLS,
+	// ?seconds= have passed. ReadTimeout bounds how long a client may take
+	// to send an /api request body (read whole before it is decoded).
+	h.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, TLSConfig: h.cfg.TLS,
 		ErrorLog: slog.NewLogLogger(h.logger.Handler(), slog.LevelWarn)}
 	h.mu.Unlock()
 	go func() {
