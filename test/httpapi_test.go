@@ -339,7 +339,7 @@ func checkHTTPRegistries(t *testing.T, api *httpAPI, measure *databasev1.Measure
 	for _, p := range []string{
 		"property/schema/pg/ui", "trace/schema/tg/segment", "topn-agg/schema/" + measureGroup + "/top-count",
 		"index-rule-binding/schema/" + measureGroup + "/cpm-rules", "index-rule/schema/" + measureGroup + "/by-region",
-		"stream/schema/" + streamGroup + "/segment",
+		"stream/schema/" + streamGroup + "/segment", "measure/schema/" + measureGroup + "/" + measureName,
 	} {
 		var del struct {
 			Deleted bool `json:"deleted"`
