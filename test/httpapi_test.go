@@ -146,6 +146,11 @@ func TestHTTPAPI(t *testing.T) {
 		api := newHTTPAPI(t, "http://"+sa.HTTPBoundAddr(), nil)
 		waitReady(t, api)
 		checkHTTPAPI(t, api, dial(t, sa.ClientAddr()))
+		// HTTP calls are gRPC calls of the server: its metrics count them.
+		m := scrape(t, sa.HTTPBoundAddr())
+		m.want(t, "group creates through HTTP", atLeast(4), "banyand_grpc_server_handled_total",
+			`grpc_method="Create"`, `grpc_service="banyandb.database.v1.GroupRegistryService"`, `grpc_code="OK"`)
+		m.want(t, "HTTP 404s", positive, "banyand_grpc_server_handled_total", `grpc_method="Get"`, `grpc_code="NotFound"`)
 	})
 	t.Run("cluster", func(t *testing.T) {
 		c := startCluster(t, 2, 0)
