@@ -29,7 +29,8 @@ import (
 	"github.com/banyand-io/banyand/pkg/run"
 )
 
-// DefaultLiaisonHTTPAddr is where a liaison serves /metrics and health.
+// DefaultLiaisonHTTPAddr is where a liaison serves BanyanDB's HTTP API
+// (/api), the status page, /metrics and health: BanyanDB's HTTP port.
 const DefaultLiaisonHTTPAddr = "127.0.0.1:17913"
 
 // Liaison is the cluster's client-facing role: the BanyanDB-compatible API
