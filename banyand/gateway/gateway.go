@@ -133,7 +133,8 @@ func (g *Gateway) Start(ctx context.Context) error {
 }
 
 // Stop refuses new calls with 503 and closes the connection, which ends
-// the calls still running with UNAVAILABLE.
+// the calls still running (CANCELED, HTTP 499). The role stops the gateway
+// before its gRPC server, whose drain then sees no HTTP call.
 func (g *Gateway) Stop(context.Context) error {
 	g.serving.Store(nil)
 	g.mu.Lock()
