@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/genproto/googleapis/api/annotations"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -280,4 +281,37 @@ func decodeJSON(t *testing.T, b []byte) any {
 		t.Fatalf("not JSON: %v: %s", err, b)
 	}
 	return v
+}
+
+// TestEveryRouteTested holds TestRoutes to every method with an HTTP
+// route in the protos, so a new route cannot go untested.
+func TestEveryRouteTested(t *testing.T) {
+	tested := map[string]bool{}
+	for _, rt := range allRoutes() {
+		tested[rt.rpc] = true
+	}
+	routed := 0
+	protoregistry.GlobalFiles.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
+		if !strings.HasPrefix(string(fd.Package()), "banyandb.") {
+			return true
+		}
+		for i := range fd.Services().Len() {
+			sd := fd.Services().Get(i)
+			for j := range sd.Methods().Len() {
+				md := sd.Methods().Get(j)
+				rule, _ := proto.GetExtension(md.Options(), annotations.E_Http).(*annotations.HttpRule)
+				if rule == nil {
+					continue
+				}
+				routed++
+				if name := "/" + string(sd.FullName()) + "/" + string(md.Name()); !tested[name] {
+					t.Errorf("%s has an HTTP route but TestRoutes does not call it", name)
+				}
+			}
+		}
+		return true
+	})
+	if routed != len(tested) {
+		t.Errorf("%d methods have HTTP routes, TestRoutes calls %d", routed, len(tested))
+	}
 }
