@@ -9,6 +9,7 @@
 package v1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -26,11 +27,11 @@ var File_banyandb_measure_v1_rpc_proto protoreflect.FileDescriptor
 
 const file_banyandb_measure_v1_rpc_proto_rawDesc = "" +
 	"\n" +
-	"\x1dbanyandb/measure/v1/rpc.proto\x12\x13banyandb.measure.v1\x1a\x1fbanyandb/measure/v1/query.proto\x1a\x1ebanyandb/measure/v1/topn.proto\x1a\x1fbanyandb/measure/v1/write.proto2\x81\x02\n" +
-	"\x0eMeasureService\x12N\n" +
-	"\x05Query\x12!.banyandb.measure.v1.QueryRequest\x1a\".banyandb.measure.v1.QueryResponse\x12R\n" +
-	"\x05Write\x12!.banyandb.measure.v1.WriteRequest\x1a\".banyandb.measure.v1.WriteResponse(\x010\x01\x12K\n" +
-	"\x04TopN\x12 .banyandb.measure.v1.TopNRequest\x1a!.banyandb.measure.v1.TopNResponseB=Z;github.com/banyand-io/banyand/api/proto/banyandb/measure/v1b\x06proto3"
+	"\x1dbanyandb/measure/v1/rpc.proto\x12\x13banyandb.measure.v1\x1a\x1fbanyandb/measure/v1/query.proto\x1a\x1ebanyandb/measure/v1/topn.proto\x1a\x1fbanyandb/measure/v1/write.proto\x1a\x1cgoogle/api/annotations.proto2\xbb\x02\n" +
+	"\x0eMeasureService\x12k\n" +
+	"\x05Query\x12!.banyandb.measure.v1.QueryRequest\x1a\".banyandb.measure.v1.QueryResponse\"\x1b\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/v1/measure/data\x12R\n" +
+	"\x05Write\x12!.banyandb.measure.v1.WriteRequest\x1a\".banyandb.measure.v1.WriteResponse(\x010\x01\x12h\n" +
+	"\x04TopN\x12 .banyandb.measure.v1.TopNRequest\x1a!.banyandb.measure.v1.TopNResponse\"\x1b\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/v1/measure/topnB=Z;github.com/banyand-io/banyand/api/proto/banyandb/measure/v1b\x06proto3"
 
 var file_banyandb_measure_v1_rpc_proto_goTypes = []any{
 	(*QueryRequest)(nil),  // 0: banyandb.measure.v1.QueryRequest

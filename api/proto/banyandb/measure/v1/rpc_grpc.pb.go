@@ -31,7 +31,7 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type MeasureServiceClient interface {
 	Query(ctx context.Context, in *QueryRequest, opts ...grpc.CallOption) (*QueryResponse, error)
-	// Write is a long-lived stream: every request is answered by message_id.
+	// Write is a long-lived stream, gRPC only: every request is answered by message_id.
 	Write(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WriteRequest, WriteResponse], error)
 	// TopN ranks the series of a TopNAggregation's source measure.
 	TopN(ctx context.Context, in *TopNRequest, opts ...grpc.CallOption) (*TopNResponse, error)
@@ -83,7 +83,7 @@ func (c *measureServiceClient) TopN(ctx context.Context, in *TopNRequest, opts .
 // for forward compatibility.
 type MeasureServiceServer interface {
 	Query(context.Context, *QueryRequest) (*QueryResponse, error)
-	// Write is a long-lived stream: every request is answered by message_id.
+	// Write is a long-lived stream, gRPC only: every request is answered by message_id.
 	Write(grpc.BidiStreamingServer[WriteRequest, WriteResponse]) error
 	// TopN ranks the series of a TopNAggregation's source measure.
 	TopN(context.Context, *TopNRequest) (*TopNResponse, error)
