@@ -121,9 +121,12 @@ func TestStandaloneBadQueries(t *testing.T) {
 			Begin: &timestamppb.Timestamp{Seconds: 1, Nanos: 1}, End: tr.End,
 		}}, codes.InvalidArgument},
 		{"unknown stream", &streamv1.QueryRequest{Groups: []string{streamGroup}, Name: "nope", TimeRange: tr}, codes.NotFound},
-		{"order by index rule", &streamv1.QueryRequest{Groups: []string{streamGroup}, Name: streamName, TimeRange: tr, OrderBy: &modelv1.QueryOrder{IndexRuleName: "x"}}, codes.Unimplemented},
-		{"match criteria", &streamv1.QueryRequest{Groups: []string{streamGroup}, Name: streamName, TimeRange: tr, Criteria: &modelv1.Criteria{Exp: &modelv1.Criteria_Condition{Condition: &modelv1.Condition{Name: "service", Op: modelv1.Condition_BINARY_OP_MATCH, Value: str("x")}}}}, codes.Unimplemented},
+		{"order by index rule", &streamv1.QueryRequest{Groups: []string{streamGroup}, Name: streamName, TimeRange: tr, OrderBy: &modelv1.QueryOrder{IndexRuleName: "x"}}, codes.InvalidArgument},
+		{"match criteria", &streamv1.QueryRequest{Groups: []string{streamGroup}, Name: streamName, TimeRange: tr, Criteria: &modelv1.Criteria{Exp: &modelv1.Criteria_Condition{Condition: &modelv1.Condition{Name: "service", Op: modelv1.Condition_BINARY_OP_MATCH, Value: str("x")}}}}, codes.InvalidArgument},
 		{"deeply nested criteria", &streamv1.QueryRequest{Groups: []string{streamGroup}, Name: streamName, TimeRange: tr, Criteria: nested(1000)}, codes.InvalidArgument},
+		{"having on a scalar tag", &streamv1.QueryRequest{Groups: []string{streamGroup}, Name: streamName, TimeRange: tr, Criteria: &modelv1.Criteria{Exp: &modelv1.Criteria_Condition{Condition: &modelv1.Condition{
+			Name: "service", Op: modelv1.Condition_BINARY_OP_HAVING, Value: &modelv1.TagValue{Value: &modelv1.TagValue_StrArray{StrArray: &modelv1.StrArray{Value: []string{"a"}}}},
+		}}}}, codes.InvalidArgument},
 	}
 	for _, c := range cases {
 		_, err := client.Query(ctxT(t), c.req)

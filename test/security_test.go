@@ -92,10 +92,14 @@ func writeAuthFile(t *testing.T, dir string) string {
 		return hex.EncodeToString(h[:])
 	}
 	path := filepath.Join(dir, "auth.yaml")
+	// The users are for the HTTP API's basic auth (httpauth_test.go).
 	content := fmt.Sprintf(`tokens:
   - {name: admin, sha256: %s, scopes: [read, write, schema]}
   - {name: dashboard, sha256: %s, scopes: [read]}
-`, sum(adminToken), sum(readerToken))
+users:
+  - {name: ops, password_hash: "sha256:%s", scopes: [read, write, schema]}
+  - {name: viewer, password_hash: "sha256:%s", scopes: [read]}
+`, sum(adminToken), sum(readerToken), sum("ops-pw"), sum("viewer-pw"))
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -259,7 +259,7 @@ func (s *Store) keep(ctx context.Context, raw [][]byte, hints []*clusterv1.Hint,
 		marked = append(marked, p)
 	}
 	batch := s.db.NewBatch()
-	defer batch.Close()
+	defer func() { _ = batch.Close() }()
 	seq := s.seq
 	for _, i := range ok {
 		seq++

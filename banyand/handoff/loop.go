@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/proto"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
 	"github.com/banyand-io/banyand/pkg/queue"
-	"time"
 )
 
 // Serve runs the hand-off loop: every Interval, a round over the oldest
@@ -140,7 +140,7 @@ func (s *Store) forget(ctx context.Context, done, invalid []kept) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	batch := s.db.NewBatch()
-	defer batch.Close()
+	defer func() { _ = batch.Close() }()
 	for _, k := range append(done, invalid...) {
 		if err := batch.Delete(k.key, nil); err != nil {
 			return fmt.Errorf("handoff: forget hint: %w", err)

@@ -69,7 +69,7 @@ func NewServices(cfg WriteConfig, deps Deps) *Services {
 	if now == nil {
 		now = time.Now
 	}
-	w := writer{logger: logger, schema: view, queue: deps.Queue, cfg: cfg, counters: counters, now: now}
+	w := writer{logger: logger, schema: view, queue: deps.Queue, cfg: cfg, counters: counters, now: now, versions: &revisionClock{now: now}}
 	partial := deps.PartialAnswers
 	if partial == nil {
 		partial = noCounter{}

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"math"
 	"slices"
-	"sync/atomic"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -39,29 +37,11 @@ type PropertyService struct {
 	propertyv1.UnimplementedPropertyServiceServer
 	w     *writer
 	query *querier
-	clock revisionClock
+	clock *revisionClock
 }
 
 func newPropertyService(w *writer, q *querier) *PropertyService {
-	return &PropertyService{w: w, query: q, clock: revisionClock{now: w.now}}
-}
-
-// revisionClock hands out revisions: Unix nanoseconds, strictly
-// increasing on this liaison even when the clock steps back.
-type revisionClock struct {
-	now  func() time.Time
-	last atomic.Int64
-}
-
-// next returns a revision above both the clock's last and floor.
-func (c *revisionClock) next(floor int64) int64 {
-	for {
-		last := c.last.Load()
-		n := max(c.now().UnixNano(), last+1, floor+1)
-		if c.last.CompareAndSwap(last, n) {
-			return n
-		}
-	}
+	return &PropertyService{w: w, query: q, clock: w.versions}
 }
 
 type propertyID struct{ group, name, id string }

@@ -15,7 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
-	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
+	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 	"github.com/banyand-io/banyand/banyand/schema"
@@ -128,14 +128,12 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 	if err := checkQuery(req.GetGroups(), req.GetName(), req.GetTimeRange(), req.GetCriteria(), req.GetOffset(), req.GetLimit()); err != nil {
 		return nil, err
 	}
-	if req.GetOrderBy().GetIndexRuleName() != "" {
-		return nil, status.Error(codes.Unimplemented, "order_by.index_rule_name: only ordering by time is supported")
-	}
 	snap := s.schema.snapshot()
 	type keyed struct {
 		ts      int64
 		version int64
 		el      *streamv1.Element
+		key     *modelv1.TagValue // the order tag's value, when ordering by an index rule
 	}
 	// An element is identified by its group, series, timestamp and id. A
 	// replica or a redelivered write shows up once per copy, and an element
@@ -154,7 +152,18 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 		}
 		one := proto.CloneOf(req)
 		one.Groups = []string{g}
-		payload, err := proto.Marshal(&clusterv1.StreamQuery{Request: one, Schema: l.schema})
+		if err := s.schema.withAnalyzers(g, req.GetName(), commonv1.Catalog_CATALOG_STREAM, one.GetCriteria()); err != nil {
+			return nil, err
+		}
+		sq := &clusterv1.StreamQuery{Request: one, Schema: l.schema}
+		if rule := req.GetOrderBy().GetIndexRuleName(); rule != "" {
+			tag, err := s.schema.orderTag(g, req.GetName(), commonv1.Catalog_CATALOG_STREAM, rule)
+			if err != nil {
+				return nil, err
+			}
+			sq.OrderTag = tag
+		}
+		payload, err := proto.Marshal(sq)
 		if err != nil {
 			return nil, status.Errorf(codes.Internal, "encode query: %v", err)
 		}
@@ -167,26 +176,42 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 			if err := proto.Unmarshal(r, &res); err != nil {
 				return nil, status.Errorf(codes.Internal, "decode a data node's answer: %v", err)
 			}
-			els, keys, versions := res.GetElements(), res.GetSeriesKeys(), res.GetVersions()
-			if len(keys) != len(els) || len(versions) != len(els) {
-				return nil, status.Errorf(codes.Internal, "a data node's answer has %d elements, %d series keys and %d versions", len(els), len(keys), len(versions))
+			els, keys, versions, orderKeys := res.GetElements(), res.GetSeriesKeys(), res.GetVersions(), res.GetOrderKeys()
+			if len(keys) != len(els) || len(versions) != len(els) || (sq.OrderTag != "" && len(orderKeys) != len(els)) {
+				return nil, status.Errorf(codes.Internal, "a data node's answer has %d elements, %d series keys, %d versions and %d order keys",
+					len(els), len(keys), len(versions), len(orderKeys))
 			}
 			for i, el := range els {
 				ts := el.GetTimestamp().AsTime().UnixNano()
+				kd := keyed{ts: ts, version: versions[i], el: el}
+				if sq.OrderTag != "" {
+					kd.key = orderKeys[i]
+				}
 				k := elementKey{group: g, series: string(keys[i]), id: el.GetElementId(), ts: ts}
 				if j, ok := latest[k]; ok {
 					if versions[i] > all[j].version {
-						all[j] = keyed{ts: ts, version: versions[i], el: el}
+						all[j] = kd
 					}
 					continue
 				}
 				latest[k] = len(all)
-				all = append(all, keyed{ts: ts, version: versions[i], el: el})
+				all = append(all, kd)
 			}
 		}
 	}
-	byTime := timeOrder(req.GetOrderBy().GetSort() == modelv1.Sort_SORT_DESC)
+	desc := req.GetOrderBy().GetSort() == modelv1.Sort_SORT_DESC
+	byTime := timeOrder(desc)
+	byKey := req.GetOrderBy().GetIndexRuleName() != ""
 	slices.SortStableFunc(all, func(a, b keyed) int {
+		if byKey {
+			c := schema.CompareTagKeys(a.key, b.key)
+			if desc {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+		}
 		if c := byTime(a.ts, b.ts); c != 0 {
 			return c
 		}
@@ -196,77 +221,6 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 	resp := &streamv1.QueryResponse{Elements: make([]*streamv1.Element, len(all))}
 	for i, k := range all {
 		resp.Elements[i] = k.el
-	}
-	return resp, nil
-}
-
-// Query implements MeasureService.Query.
-func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest) (*measurev1.QueryResponse, error) {
-	if err := checkQuery(req.GetGroups(), req.GetName(), req.GetTimeRange(), req.GetCriteria(), req.GetOffset(), req.GetLimit()); err != nil {
-		return nil, err
-	}
-	switch {
-	case req.GetGroupBy() != nil, req.GetAgg() != nil, req.GetTop() != nil:
-		return nil, status.Error(codes.Unimplemented, "group_by, agg and top are not supported")
-	case req.GetOrderBy().GetIndexRuleName() != "":
-		return nil, status.Error(codes.Unimplemented, "order_by.index_rule_name: only ordering by time is supported")
-	}
-	snap := s.schema.snapshot()
-	type seriesTime struct {
-		group string
-		sid   uint64
-		ts    int64
-	}
-	latest := map[seriesTime]*measurev1.DataPoint{}
-	for _, g := range req.GetGroups() {
-		l := snap.measures[nameKey{Group: g, Name: req.GetName()}]
-		if l == nil {
-			return nil, status.Errorf(codes.NotFound, "measure %s/%s does not exist", g, req.GetName())
-		}
-		one := proto.CloneOf(req)
-		one.Groups = []string{g}
-		payload, err := proto.Marshal(&clusterv1.MeasureQuery{Request: one, Schema: l.schema})
-		if err != nil {
-			return nil, status.Errorf(codes.Internal, "encode query: %v", err)
-		}
-		replies, err := s.query.scatter(ctx, queue.TopicMeasureQuery, g, payload)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range replies {
-			var resp measurev1.QueryResponse
-			if err := proto.Unmarshal(r, &resp); err != nil {
-				return nil, status.Errorf(codes.Internal, "decode a data node's answer: %v", err)
-			}
-			for _, dp := range resp.GetDataPoints() {
-				// A point is identified by its series and time; of two
-				// copies the higher version wins, as in storage.
-				k := seriesTime{g, dp.GetSid(), dp.GetTimestamp().AsTime().UnixNano()}
-				if prev, ok := latest[k]; !ok || dp.GetVersion() > prev.GetVersion() {
-					latest[k] = dp
-				}
-			}
-		}
-	}
-	type keyed struct {
-		k  seriesTime
-		dp *measurev1.DataPoint
-	}
-	all := make([]keyed, 0, len(latest))
-	for k, dp := range latest {
-		all = append(all, keyed{k, dp})
-	}
-	byTime := timeOrder(req.GetOrderBy().GetSort() == modelv1.Sort_SORT_DESC)
-	slices.SortFunc(all, func(a, b keyed) int {
-		if c := byTime(a.k.ts, b.k.ts); c != 0 {
-			return c
-		}
-		return cmp.Or(cmp.Compare(a.k.group, b.k.group), cmp.Compare(a.k.sid, b.k.sid))
-	})
-	all = page(all, req.GetOffset(), req.GetLimit(), schema.DefaultMeasureLimit)
-	resp := &measurev1.QueryResponse{DataPoints: make([]*measurev1.DataPoint, len(all))}
-	for i, k := range all {
-		resp.DataPoints[i] = k.dp
 	}
 	return resp, nil
 }
@@ -295,12 +249,14 @@ func checkCriteria(c *modelv1.Criteria, depth int) error {
 		case modelv1.Condition_BINARY_OP_EQ, modelv1.Condition_BINARY_OP_NE,
 			modelv1.Condition_BINARY_OP_LT, modelv1.Condition_BINARY_OP_GT,
 			modelv1.Condition_BINARY_OP_LE, modelv1.Condition_BINARY_OP_GE,
-			modelv1.Condition_BINARY_OP_IN, modelv1.Condition_BINARY_OP_NOT_IN:
+			modelv1.Condition_BINARY_OP_IN, modelv1.Condition_BINARY_OP_NOT_IN,
+			modelv1.Condition_BINARY_OP_HAVING, modelv1.Condition_BINARY_OP_NOT_HAVING,
+			modelv1.Condition_BINARY_OP_MATCH:
 			return nil
 		case modelv1.Condition_BINARY_OP_UNSPECIFIED:
 			return status.Errorf(codes.InvalidArgument, "criteria: condition on %q has no operator", cond.GetName())
 		default:
-			return status.Errorf(codes.Unimplemented, "criteria: operator %s is not supported (only EQ, NE, LT, GT, LE, GE, IN, NOT_IN)", cond.GetOp())
+			return status.Errorf(codes.Unimplemented, "criteria: operator %s is not supported (only EQ, NE, LT, GT, LE, GE, IN, NOT_IN, HAVING, NOT_HAVING, MATCH)", cond.GetOp())
 		}
 	case *modelv1.Criteria_Le:
 		switch e.Le.GetOp() {

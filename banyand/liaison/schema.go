@@ -2,11 +2,19 @@ package liaison
 
 import (
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
+	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
+	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	"github.com/banyand-io/banyand/banyand/schema"
 	"github.com/banyand-io/banyand/pkg/route"
+	"github.com/banyand-io/banyand/pkg/textmatch"
 )
 
 type nameKey = schema.Key
@@ -105,4 +113,85 @@ func (p *Placement) update() {
 		return
 	}
 	p.logger.Debug("placement updated", "version", t.Version(), "nodes", len(p.nodes), "groups", len(p.groups))
+}
+
+// boundRules returns the index rules of group bound to the subject (name,
+// catalog) by a binding of the group, by name.
+func boundRules(src *schema.Snapshot, group, subject string, catalog commonv1.Catalog) map[string]*databasev1.IndexRule {
+	out := map[string]*databasev1.IndexRule{}
+	for k, b := range src.IndexRuleBindings {
+		if k.Group != group || b.GetSubject().GetName() != subject || b.GetSubject().GetCatalog() != catalog {
+			continue
+		}
+		for _, name := range b.GetRules() {
+			if r := src.IndexRules[schema.Key{Group: group, Name: name}]; r != nil {
+				out[name] = r
+			}
+		}
+	}
+	return out
+}
+
+// orderTag resolves the index rule a query orders by: the rule named in
+// group, bound to the subject (name, catalog) by a binding of the group,
+// and not marked no_sort; its first tag is the one to order by. Anything
+// else is InvalidArgument, as in BanyanDB.
+func (l *layouts) orderTag(group, subject string, catalog commonv1.Catalog, rule string) (string, error) {
+	src := l.src.Current()
+	if src.IndexRules[schema.Key{Group: group, Name: rule}] == nil {
+		return "", status.Errorf(codes.InvalidArgument, "order_by: group %q has no index rule %q", group, rule)
+	}
+	r := boundRules(src, group, subject, catalog)[rule]
+	switch {
+	case r == nil:
+		return "", status.Errorf(codes.InvalidArgument, "order_by: index rule %s/%s is not bound to %s", group, rule, subject)
+	case r.GetNoSort() || len(r.GetTags()) == 0:
+		return "", status.Errorf(codes.InvalidArgument, "order_by: index rule %s/%s does not sort (no_sort or no tag)", group, rule)
+	}
+	return r.GetTags()[0], nil
+}
+
+// withAnalyzers fills in the analyzer of every MATCH condition of c (a
+// copy the caller owns) that names none: the analyzer of the index rule
+// bound to the subject that covers the condition's tag. A MATCH whose tag
+// no such rule analyzes, or naming an unknown analyzer, is
+// InvalidArgument: without one BanyanDB has no tokens to match.
+func (l *layouts) withAnalyzers(group, subject string, catalog commonv1.Catalog, c *modelv1.Criteria) error {
+	var rules map[string]*databasev1.IndexRule
+	var walk func(c *modelv1.Criteria) error
+	walk = func(c *modelv1.Criteria) error {
+		switch e := c.GetExp().(type) {
+		case *modelv1.Criteria_Le:
+			if err := walk(e.Le.GetLeft()); err != nil {
+				return err
+			}
+			return walk(e.Le.GetRight())
+		case *modelv1.Criteria_Condition:
+			cond := e.Condition
+			if cond.GetOp() != modelv1.Condition_BINARY_OP_MATCH {
+				return nil
+			}
+			if a := cond.GetMatchOption().GetAnalyzer(); a != "" {
+				if !textmatch.Known(a) {
+					return status.Errorf(codes.InvalidArgument, "criteria: MATCH on %q with analyzer %q: not one of keyword, standard, simple, url", cond.GetName(), a)
+				}
+				return nil
+			}
+			if rules == nil {
+				rules = boundRules(l.src.Current(), group, subject, catalog)
+			}
+			for _, r := range rules {
+				if r.GetAnalyzer() != "" && slices.Contains(r.GetTags(), cond.GetName()) {
+					if cond.MatchOption == nil {
+						cond.MatchOption = &modelv1.Condition_MatchOption{}
+					}
+					cond.MatchOption.Analyzer = r.GetAnalyzer()
+					return nil
+				}
+			}
+			return status.Errorf(codes.InvalidArgument, "criteria: MATCH on %q: no index rule with an analyzer covers the tag in %s/%s", cond.GetName(), group, subject)
+		}
+		return nil
+	}
+	return walk(c)
 }

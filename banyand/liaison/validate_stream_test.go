@@ -320,11 +320,26 @@ func TestWriteKeepsNoRequestBytes(t *testing.T) {
 			t.Errorf("answer %d: %s with metadata %v, want %s with the stream's", i+1, r.GetStatus(), r.GetMetadata(), sSucceed)
 		}
 	}
-	// The same element each time: the same write published each time.
+	// The same element each time: the same write published each time,
+	// but for its version, which goes up with each.
 	want := res.msgs[0].Payload
+	var firstWrite *clusterv1.StreamWrite
+	prev := int64(0)
 	for i, m := range res.msgs {
-		if !bytes.Equal(m.Payload, want) || bytes.Contains(m.Payload, []byte{0xEE, 0xEE, 0xEE, 0xEE}) {
-			t.Errorf("published write %d is %x, want %x", i+1, m.Payload, want)
+		w := &clusterv1.StreamWrite{}
+		if err := proto.Unmarshal(m.Payload, w); err != nil {
+			t.Fatal(err)
+		}
+		if w.GetVersion() <= prev {
+			t.Errorf("published write %d has version %d, not above the one before (%d)", i+1, w.GetVersion(), prev)
+		}
+		prev = w.GetVersion()
+		w.Version = 0
+		if firstWrite == nil {
+			firstWrite = w
+		}
+		if !proto.Equal(w, firstWrite) || bytes.Contains(m.Payload, []byte{0xEE, 0xEE, 0xEE, 0xEE}) {
+			t.Errorf("published write %d is %x, want %x but for its version", i+1, m.Payload, want)
 		}
 	}
 	if !bytes.Contains(want, bytes.Repeat([]byte{7}, 2048)) {

@@ -44,6 +44,7 @@ type writer struct {
 	// counters is never nil.
 	counters WriteCounters
 	now      func() time.Time
+	versions *revisionClock // stream versions and property revisions
 }
 
 // model is what differs between the data models' write paths: a data
@@ -260,9 +261,10 @@ func (s *writeStream) handle(ctx context.Context, r *request, pub queue.BatchPub
 	case s.m.span:
 		version = req.Point.Version // the client's: the higher wins
 	case !s.m.versioned:
-		// A stream element's copies on different nodes are ordered by the
-		// time this liaison took them (measures carry their own version).
-		version = s.w.now().UnixNano()
+		// Writes of one stream element, on one node or copies on several,
+		// are ordered by when this liaison took them (measures carry their
+		// own version).
+		version = s.w.versions.next(0)
 	}
 	*buf = wire.AppendClusterWrite((*buf)[:0], l.group, l.name, prep.shard, prep.seriesKey, value, l.modRevision, version)
 	p.payload = buf

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/banyand-io/banyand/banyand/gateway"
 	"github.com/banyand-io/banyand/banyand/liaison"
 	"github.com/banyand-io/banyand/banyand/metrics"
 	"github.com/banyand-io/banyand/banyand/security"
@@ -78,8 +79,9 @@ func (c *serverFlags) validate() error {
 
 // clientServerOptions are the gRPC options of the client-facing server, in
 // the order its interceptors run: metrics (so refusals are counted), the
-// stream limit, then authentication.
-func (c *serverFlags) clientServerOptions(logger *slog.Logger, grpcMetrics *grpcprom.ServerMetrics, sec *security.Metrics) ([]grpc.ServerOption, error) {
+// stream limit, then authentication; and the TLS configurations of the
+// HTTP port and of its gateway's loopback connection (api.GRPC is nil).
+func (c *serverFlags) clientServerOptions(logger *slog.Logger, grpcMetrics *grpcprom.ServerMetrics, sec *security.Metrics) ([]grpc.ServerOption, security.ClientAPI, error) {
 	opts := []grpc.ServerOption{
 		// The write path receives and answers at the wire level.
 		grpc.ForceServerCodecV2(wire.Codec()),
@@ -93,11 +95,20 @@ func (c *serverFlags) clientServerOptions(logger *slog.Logger, grpcMetrics *grpc
 	}
 	opts = append(opts, metrics.GRPCServerOptions(grpcMetrics)...)
 	opts = append(opts, grpc.ChainStreamInterceptor(grpclimit.NewStreams(c.MaxStreams).Interceptor()))
-	secOpts, err := c.Security.ServerOptions(logger, sec)
+	api, err := c.Security.ServerOptions(logger, sec)
 	if err != nil {
-		return nil, err
+		return nil, security.ClientAPI{}, err
 	}
-	return append(opts, secOpts...), nil
+	opts = append(opts, api.GRPC...)
+	api.GRPC = nil
+	return opts, api, nil
+}
+
+// newGateway is the HTTP API of a role's client gRPC server, which it
+// dials at target once that is bound.
+func (c *serverFlags) newGateway(logger *slog.Logger, api security.ClientAPI, target func() string) *gateway.Gateway {
+	return gateway.New(gateway.Config{MaxBodyBytes: int64(c.MaxRecvMsgSize), TLS: api.Loopback},
+		gateway.Deps{Logger: logger.With("component", "http-gateway"), Target: target})
 }
 
 func checkAddr(flag, addr string) error {

@@ -2,6 +2,7 @@ package roles
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,17 +24,19 @@ import (
 //	/readyz   200 once every component started, 503 before and while stopping
 //	/metrics  Prometheus metrics
 //	/, /status  the status page, on roles that have one
+//	/api/     BanyanDB's HTTP API, on liaison and standalone (banyand/gateway)
 //	/debug/pprof/  Go's profiles, with --pprof only (no auth: trusted networks)
+//
+// With a TLS configuration (liaison and standalone with --tls) every
+// endpoint is served over TLS, with the client API's certificate.
 //
 // It is the first component to start and the last to stop, so probes see the
 // whole life of the role; readiness is flipped by readyMarker.
 type httpServer struct {
-	addr   string
+	cfg    httpConfig
 	logger *slog.Logger
 	ready  atomic.Bool
 	reg    *prometheus.Registry
-	status http.Handler // nil: no status page
-	pprof  bool         // serve /debug/pprof/
 
 	mu  sync.Mutex
 	lis net.Listener
@@ -45,21 +48,29 @@ func registerPprofFlag(fs *pflag.FlagSet, v *bool) {
 	fs.BoolVar(v, "pprof", false, "also serve Go's profiles on --http-addr at /debug/pprof/ (unauthenticated: trusted networks only)")
 }
 
-// newHTTPServer serves reg on /metrics and, if status is not nil, the
-// status page on / and /status.
-func newHTTPServer(addr string, pprof bool, logger *slog.Logger, reg *prometheus.Registry, status http.Handler) *httpServer {
-	return &httpServer{addr: addr, pprof: pprof, logger: logger, reg: reg, status: status}
+// httpConfig is what a role's HTTP port serves besides health and metrics.
+type httpConfig struct {
+	Addr   string       // host:port; empty disables the server
+	Pprof  bool         // serve /debug/pprof/
+	Status http.Handler // the status page on / and /status; nil: none
+	API    http.Handler // BanyanDB's HTTP API under /api/; nil: none
+	TLS    *tls.Config  // serve TLS; nil: plaintext
+}
+
+// newHTTPServer serves reg on /metrics and what cfg names.
+func newHTTPServer(cfg httpConfig, logger *slog.Logger, reg *prometheus.Registry) *httpServer {
+	return &httpServer{cfg: cfg, logger: logger, reg: reg}
 }
 
 func (h *httpServer) Name() string { return "http" }
 
 func (h *httpServer) Start(context.Context) error {
-	if h.addr == "" {
+	if h.cfg.Addr == "" {
 		return nil
 	}
-	lis, err := net.Listen("tcp", h.addr)
+	lis, err := net.Listen("tcp", h.cfg.Addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", h.addr, err)
+		return fmt.Errorf("listen on %s: %w", h.cfg.Addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
@@ -72,12 +83,16 @@ func (h *httpServer) Start(context.Context) error {
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(h.reg, promhttp.HandlerOpts{}))
 	endpoints := "/healthz /readyz /metrics"
-	if h.status != nil {
-		mux.Handle("GET /{$}", h.status)
-		mux.Handle("GET /status", h.status)
+	if h.cfg.Status != nil {
+		mux.Handle("GET /{$}", h.cfg.Status)
+		mux.Handle("GET /status", h.cfg.Status)
 		endpoints += " /status"
 	}
-	if h.pprof {
+	if h.cfg.API != nil {
+		mux.Handle("/api/", h.cfg.API)
+		endpoints += " /api/"
+	}
+	if h.cfg.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -88,15 +103,23 @@ func (h *httpServer) Start(context.Context) error {
 	h.mu.Lock()
 	h.lis = lis
 	// No WriteTimeout: /debug/pprof/profile and /trace answer after their
-	// ?seconds= have passed.
-	h.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// ?seconds= have passed. ReadTimeout bounds how long a client may take
+	// to send an /api request body (read whole before it is decoded).
+	h.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, TLSConfig: h.cfg.TLS,
+		ErrorLog: slog.NewLogLogger(h.logger.Handler(), slog.LevelWarn)}
 	h.mu.Unlock()
 	go func() {
-		if err := h.srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		var err error
+		if h.cfg.TLS != nil {
+			err = h.srv.ServeTLS(lis, "", "") // the certificate comes from TLSConfig
+		} else {
+			err = h.srv.Serve(lis)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			h.logger.Error("http server failed", "error", err)
 		}
 	}()
-	h.logger.Info("HTTP server listening", "addr", lis.Addr().String(), "endpoints", endpoints)
+	h.logger.Info("HTTP server listening", "addr", lis.Addr().String(), "endpoints", endpoints, "tls", h.cfg.TLS != nil)
 	return nil
 }
 

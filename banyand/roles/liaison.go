@@ -29,7 +29,8 @@ import (
 	"github.com/banyand-io/banyand/pkg/run"
 )
 
-// DefaultLiaisonHTTPAddr is where a liaison serves /metrics and health.
+// DefaultLiaisonHTTPAddr is where a liaison serves BanyanDB's HTTP API
+// (/api), the status page, /metrics and health: BanyanDB's HTTP port.
 const DefaultLiaisonHTTPAddr = "127.0.0.1:17913"
 
 // Liaison is the cluster's client-facing role: the BanyanDB-compatible API
@@ -55,7 +56,7 @@ type Liaison struct {
 // RegisterFlags implements cli.Role.
 func (l *Liaison) RegisterFlags(fs *pflag.FlagSet) {
 	l.server.register(fs, DefaultClientAddr)
-	fs.StringVar(&l.HTTPAddr, "http-addr", DefaultLiaisonHTTPAddr, "host:port for the status page, /metrics, /healthz and /readyz; empty disables")
+	fs.StringVar(&l.HTTPAddr, "http-addr", DefaultLiaisonHTTPAddr, "host:port for BanyanDB's HTTP API (/api/, bydbctl), the status page, /metrics, /healthz and /readyz; over TLS with --tls; empty disables")
 	registerPprofFlag(fs, &l.Pprof)
 	fs.StringVar(&l.NodeName, "node-name", "", "this liaison's name in logs, in the data nodes' view and in the node registry, where it must be unique (default: derived from the bound client address)")
 	l.Etcd.RegisterFlags(fs)
@@ -147,7 +148,7 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 	})
 	watch := newNodeWatch(nodeWatcher, placement, logger, roleMetrics.RegistryEvents)
 	meta := metadata.New(liaison.ReadYourWrites(store, cache))
-	opts, err := l.server.clientServerOptions(logger, roleMetrics.GRPC, sec)
+	opts, api, err := l.server.clientServerOptions(logger, roleMetrics.GRPC, sec)
 	if err != nil {
 		_ = cli.Close()
 		return nil, err
@@ -164,7 +165,8 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 		Writes:   reg,
 		Hinted:   holders.Hinted,
 	})
-	l.http = newHTTPServer(l.HTTPAddr, l.Pprof, logger, reg, page)
+	gw := l.server.newGateway(logger, api, l.ClientAddr)
+	l.http = newHTTPServer(httpConfig{Addr: l.HTTPAddr, Pprof: l.Pprof, Status: page, API: gw, TLS: api.HTTP}, logger, reg)
 	return []run.Component{
 		l.http,
 		page,
@@ -174,6 +176,7 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 		newHolderWatch(holderWatcher, holders),
 		&funcComponent{name: "publisher", stop: publisher.Close},
 		l.grpc,
+		gw,
 		&registration{what: "liaison", retryTaken: liaisonRegistrationRetry, node: l.registryNode, registrar: registrar, logger: logger},
 		readyMarker{l.http},
 	}, nil

@@ -133,7 +133,7 @@ func TestValidateRejectsBadFlags(t *testing.T) {
 func TestHTTPServerPprofOnlyWhenAsked(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, on := range []bool{false, true} {
-		h := newHTTPServer("127.0.0.1:0", on, logger, metrics.NewRegistry(), nil)
+		h := newHTTPServer(httpConfig{Addr: "127.0.0.1:0", Pprof: on}, logger, metrics.NewRegistry())
 		if err := h.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}

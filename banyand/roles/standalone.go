@@ -45,7 +45,7 @@ func (s *Standalone) RegisterFlags(fs *pflag.FlagSet) {
 	s.server.register(fs, DefaultClientAddr)
 	fs.StringVar(&s.DataPath, "data-path", DefaultDataPath, "directory for the schema registry and the data")
 	s.engine.register(fs)
-	fs.StringVar(&s.HTTPAddr, "http-addr", DefaultLiaisonHTTPAddr, "host:port for the status page, /metrics, /healthz and /readyz; empty disables")
+	fs.StringVar(&s.HTTPAddr, "http-addr", DefaultLiaisonHTTPAddr, "host:port for BanyanDB's HTTP API (/api/, bydbctl), the status page, /metrics, /healthz and /readyz; over TLS with --tls; empty disables")
 	registerPprofFlag(fs, &s.Pprof)
 }
 
@@ -103,7 +103,7 @@ func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 	})
 	listeners := roleMetrics.Listeners
 	meta := metadata.New(liaison.ReadYourWrites(reg, cache))
-	opts, err := s.server.clientServerOptions(logger, roleMetrics.GRPC, sec)
+	opts, api, err := s.server.clientServerOptions(logger, roleMetrics.GRPC, sec)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,8 @@ func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 		},
 		Writes: promReg,
 	})
-	s.http = newHTTPServer(s.HTTPAddr, s.Pprof, logger, promReg, page)
+	gw := s.server.newGateway(logger, api, s.ClientAddr)
+	s.http = newHTTPServer(httpConfig{Addr: s.HTTPAddr, Pprof: s.Pprof, Status: page, API: gw, TLS: api.HTTP}, logger, promReg)
 	return []run.Component{
 		s.http,
 		page,
@@ -139,6 +140,7 @@ func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 		newSchemaWatch(reg, cache, roleMetrics.RegistryEvents),
 		&retention{store: store, ttls: cache.TTLs, logger: logger},
 		s.grpc,
+		gw,
 		readyMarker{s.http},
 	}, nil
 }

@@ -179,7 +179,7 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 		Schema: registryStore, Cache: cache, Registrar: registrar.Stats, Security: sec, Engine: metrics.EngineStatsOf(store),
 		Handoff: hand.Stats,
 	})
-	s.http = newHTTPServer(s.HTTPAddr, s.Pprof, logger, reg, nil)
+	s.http = newHTTPServer(httpConfig{Addr: s.HTTPAddr, Pprof: s.Pprof}, logger, reg)
 
 	listeners := store.Listeners()
 	listeners[queue.TopicHint] = hand

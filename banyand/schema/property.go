@@ -139,6 +139,29 @@ func CompareTagValues(got, want *modelv1.TagValue) (c int, ok bool) {
 	return 0, false
 }
 
+// CompareTagKeys orders two stored values of a tag a query orders by:
+// nulls (and values of no orderable type) lowest, then ints, strings and
+// timestamps, each by value.
+func CompareTagKeys(a, b *modelv1.TagValue) int {
+	if c := cmp.Compare(orderRank(a), orderRank(b)); c != 0 {
+		return c
+	}
+	c, _ := CompareTagValues(a, b)
+	return c
+}
+
+func orderRank(v *modelv1.TagValue) int {
+	switch v.GetValue().(type) {
+	case *modelv1.TagValue_Int:
+		return 1
+	case *modelv1.TagValue_Str:
+		return 2
+	case *modelv1.TagValue_Timestamp:
+		return 3
+	}
+	return 0
+}
+
 // TagValueKind is the kind of v's member, as the wire parser names it:
 // the write rules check a value's type by it, and orders and messages
 // name it.

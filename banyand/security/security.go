@@ -59,18 +59,35 @@ func (c *ClientSecurity) Validate() error {
 	return errors.Join(errs...)
 }
 
-// ServerOptions are the client server's TLS credentials and auth
+// ClientAPI is the client API's security as the servers apply it.
+type ClientAPI struct {
+	// GRPC are the gRPC server's TLS credentials and auth interceptors.
+	GRPC []grpc.ServerOption
+	// HTTP serves the HTTP port (its /api among the rest) with the same
+	// certificate as the gRPC server; nil without --tls.
+	HTTP *tls.Config
+	// Loopback is how the role's HTTP gateway dials its own gRPC server:
+	// it trusts exactly the certificate that server serves (the same
+	// reloader's current one), as no CA is configured for it; nil without
+	// --tls.
+	Loopback *tls.Config
+}
+
+// ServerOptions builds the client API's TLS credentials and auth
 // interceptors, with their metrics.
-func (c *ClientSecurity) ServerOptions(logger *slog.Logger, sec *Metrics) ([]grpc.ServerOption, error) {
+func (c *ClientSecurity) ServerOptions(logger *slog.Logger, sec *Metrics) (ClientAPI, error) {
 	logger.Info("client API security", "tls", c.TLS, "auth_file", c.AuthFile)
-	var opts []grpc.ServerOption
+	var api ClientAPI
 	if c.TLS {
 		r, err := newCertReloader(c.CertFile, c.KeyFile, "client-api", logger, sec)
 		if err != nil {
-			return nil, fmt.Errorf("--tls-cert-file/--tls-key-file: %w", err)
+			return ClientAPI{}, fmt.Errorf("--tls-cert-file/--tls-key-file: %w", err)
 		}
 		failures := newHandshakeFailures("client-api", logger, sec)
-		opts = append(opts, grpc.Creds(tlsutil.ServerCredentials(tlsutil.ServerConfig(r, nil), failures.Report)))
+		api.GRPC = append(api.GRPC, grpc.Creds(tlsutil.ServerCredentials(tlsutil.ServerConfig(r, nil), failures.Report)))
+		api.HTTP = tlsutil.ServerConfig(r, nil)
+		api.HTTP.NextProtos = []string{"h2", "http/1.1"}
+		api.Loopback = tlsutil.PinnedClientConfig(r)
 	}
 	if c.AuthFile != "" {
 		if !c.TLS {
@@ -78,14 +95,14 @@ func (c *ClientSecurity) ServerOptions(logger *slog.Logger, sec *Metrics) ([]grp
 		}
 		a, err := auth.New(auth.Config{File: c.AuthFile, Policy: clientAPIPolicy}, logger.With("component", "auth"))
 		if err != nil {
-			return nil, fmt.Errorf("--auth-file: %w", err)
+			return ClientAPI{}, fmt.Errorf("--auth-file: %w", err)
 		}
 		sec.SetAuth(a.Stats)
 		// After the metrics interceptors (the caller appends these last),
 		// so refused calls are counted with their codes.
-		opts = append(opts, grpc.ChainUnaryInterceptor(a.UnaryInterceptor()), grpc.ChainStreamInterceptor(a.StreamInterceptor()))
+		api.GRPC = append(api.GRPC, grpc.ChainUnaryInterceptor(a.UnaryInterceptor()), grpc.ChainStreamInterceptor(a.StreamInterceptor()))
 	}
-	return opts, nil
+	return api, nil
 }
 
 // clientAPIPolicy is the scope each client API method needs. Health

@@ -164,18 +164,18 @@ func (p *Page) readWrites() writeSample {
 
 // statusView is what the template renders.
 type statusView struct {
-	Self         Node
-	Generated    string
-	Refresh      int
-	Nodes        []Node
-	ShowNodes    bool
-	Groups       []statusGroup
-	ShowGroups   bool
+	Self       Node
+	Generated  string
+	Refresh    int
+	Nodes      []Node
+	ShowNodes  bool
+	Groups     []statusGroup
+	ShowGroups bool
 	// UnderReplicated counts the copies the publisher could not make.
 	UnderReplicated int64
-	Writes       []statusWrite
-	Answers      []statusWrite
-	RateInterval string // empty until rates are known
+	Writes          []statusWrite
+	Answers         []statusWrite
+	RateInterval    string // empty until rates are known
 }
 
 type statusGroup struct {

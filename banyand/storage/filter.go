@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/banyand-io/banyand/banyand/schema"
-
+	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	"github.com/banyand-io/banyand/banyand/schema"
 	"github.com/banyand-io/banyand/pkg/route"
+	"github.com/banyand-io/banyand/pkg/textmatch"
 )
 
 // predicate reports whether a stored value's tags match the criteria.
@@ -125,6 +126,19 @@ func compileCondition(c *modelv1.Condition, l *tagLayout, eq map[string]*modelv1
 			}
 			return !in
 		}, nil
+	case modelv1.Condition_BINARY_OP_HAVING, modelv1.Condition_BINARY_OP_NOT_HAVING:
+		tt := l.families[ref.family].GetTags()[ref.tag].GetType()
+		if tt != databasev1.TagType_TAG_TYPE_STRING_ARRAY && tt != databasev1.TagType_TAG_TYPE_INT_ARRAY {
+			return nil, fmt.Errorf("%w: %v on %q, a %s tag: only array tags have members", errInvalidQuery, op, c.GetName(), tt)
+		}
+		set, err := members(c.GetName(), op, want)
+		if err != nil {
+			return nil, err
+		}
+		having := op == modelv1.Condition_BINARY_OP_HAVING
+		return func(t []*modelv1.TagFamilyForWrite) bool { return hasAll(lookup(t, ref), set) == having }, nil
+	case modelv1.Condition_BINARY_OP_MATCH:
+		return compileMatch(c, l, ref)
 	case modelv1.Condition_BINARY_OP_UNSPECIFIED:
 		return nil, fmt.Errorf("%w: condition on %q has no operator", errInvalidQuery, c.GetName())
 	default:
@@ -132,8 +146,55 @@ func compileCondition(c *modelv1.Condition, l *tagLayout, eq map[string]*modelv1
 	}
 }
 
-// members are the values an IN or NOT_IN condition lists: its value is a
-// str_array or int_array, and a scalar tag matches when it equals one.
+// compileMatch compiles a MATCH: the liaison has filled in the analyzer
+// (the condition's own, or the one of the index rule covering the tag). A
+// string value is one query, a string array several, each to match.
+func compileMatch(c *modelv1.Condition, l *tagLayout, ref tagRef) (predicate, error) {
+	if tt := l.families[ref.family].GetTags()[ref.tag].GetType(); tt != databasev1.TagType_TAG_TYPE_STRING {
+		return nil, fmt.Errorf("%w: MATCH on %q, a %s tag: only string tags are analyzed", errInvalidQuery, c.GetName(), tt)
+	}
+	var queries []string
+	switch x := c.GetValue().GetValue().(type) {
+	case *modelv1.TagValue_Str:
+		queries = []string{x.Str.GetValue()}
+	case *modelv1.TagValue_StrArray:
+		queries = x.StrArray.GetValue()
+	default:
+		return nil, fmt.Errorf("%w: MATCH on %q needs a str or str_array value, not %s", errInvalidQuery, c.GetName(), schema.TagValueKind(c.GetValue()))
+	}
+	opt := c.GetMatchOption()
+	m, ok := textmatch.New(opt.GetAnalyzer(), queries, opt.GetOperator() == modelv1.Condition_MatchOption_OPERATOR_AND)
+	if !ok {
+		return nil, fmt.Errorf("%w: MATCH on %q with analyzer %q: not one of keyword, standard, simple, url", errInvalidQuery, c.GetName(), opt.GetAnalyzer())
+	}
+	return func(t []*modelv1.TagFamilyForWrite) bool {
+		v, ok := lookup(t, ref).GetValue().(*modelv1.TagValue_Str)
+		return ok && m.Match(v.Str.GetValue())
+	}, nil
+}
+
+// hasAll reports whether the stored array v holds every value of set
+// (HAVING: "the tag contains valueA and valueB"); a null or scalar value
+// holds none.
+func hasAll(v *modelv1.TagValue, set []*modelv1.TagValue) bool {
+	for _, m := range set {
+		found := false
+		switch x := v.GetValue().(type) {
+		case *modelv1.TagValue_StrArray:
+			found = slices.Contains(x.StrArray.GetValue(), m.GetStr().GetValue()) && m.GetStr() != nil
+		case *modelv1.TagValue_IntArray:
+			found = slices.Contains(x.IntArray.GetValue(), m.GetInt().GetValue()) && m.GetInt() != nil
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// members are the values an IN, NOT_IN, HAVING or NOT_HAVING condition
+// lists: its value is a str_array or int_array; a scalar tag matches IN
+// when it equals one, an array tag HAVING when it holds them all.
 func members(tag string, op modelv1.Condition_BinaryOp, want *modelv1.TagValue) ([]*modelv1.TagValue, error) {
 	var set []*modelv1.TagValue
 	switch x := want.GetValue().(type) {

@@ -48,6 +48,9 @@ type plan struct {
 	series     []byte // the series key when the entity is fixed, else nil (scan)
 	// match decodes a payload and applies the criteria; nil keeps all.
 	match func(payload []byte) (bool, error)
+	// orderKey, when set, orders by a tag's value (see orderedBy) instead
+	// of by time: it reads the value from a payload.
+	orderKey func(payload []byte) (*modelv1.TagValue, error)
 }
 
 // common validates the parts of stream and measure queries that are alike.
@@ -74,9 +77,6 @@ func (p *plan) common(groups []string, name string, tr *modelv1.TimeRange, order
 	p.begin, p.end = queryNanos(tr.GetBegin()), queryNanos(tr.GetEnd())
 	if p.end < math.MaxInt64 {
 		p.end++
-	}
-	if order.GetIndexRuleName() != "" {
-		return fmt.Errorf("%w: order by index rule %q (only order by time)", ErrUnimplemented, order.GetIndexRuleName())
 	}
 	// BanyanDB orders by time ascending unless told SORT_DESC.
 	p.desc = order.GetSort() == modelv1.Sort_SORT_DESC
@@ -109,6 +109,16 @@ type hit struct {
 	version   int64
 	seriesKey []byte // streams: the liaison tells copies of one element apart by it
 	payload   []byte
+	key       *modelv1.TagValue // the order tag's value (plan.orderKey), else nil
+}
+
+// compareByKey orders by the order tag's value, values of another type
+// than the first and nulls last, then as compareHits.
+func compareByKey(a, b *hit) int {
+	if c := schema.CompareTagKeys(a.key, b.key); c != 0 {
+		return c
+	}
+	return compareHits(a, b)
 }
 
 // compareHits orders by time, then group, series and element id, so equal
@@ -129,13 +139,14 @@ func compareHits(a, b *hit) int {
 // topN keeps the n hits that come first in output order. The heap's root
 // is the one that comes last, so it is the one to evict.
 type topN struct {
-	hits []*hit
-	n    int
-	desc bool
+	hits    []*hit
+	n       int
+	desc    bool
+	compare func(a, b *hit) int // compareHits or compareByKey
 }
 
 func (t *topN) before(a, b *hit) bool {
-	c := compareHits(a, b)
+	c := t.compare(a, b)
 	if t.desc {
 		return c > 0
 	}
@@ -171,9 +182,9 @@ func (t *topN) sorted() []*hit {
 	out := slices.Clone(t.hits)
 	slices.SortFunc(out, func(a, b *hit) int {
 		if t.desc {
-			return compareHits(b, a)
+			return t.compare(b, a)
 		}
-		return compareHits(a, b)
+		return t.compare(a, b)
 	})
 	return out
 }
@@ -189,7 +200,10 @@ func (s *Store) run(ctx context.Context, p *plan) ([]*hit, error) {
 	if err != nil {
 		return nil, err
 	}
-	top := &topN{n: p.n, desc: p.desc}
+	top := &topN{n: p.n, desc: p.desc, compare: compareHits}
+	if p.orderKey != nil {
+		top.compare = compareByKey
+	}
 	if p.n == 0 || p.begin >= p.end {
 		return nil, nil
 	}
@@ -199,7 +213,7 @@ func (s *Store) run(ctx context.Context, p *plan) ([]*hit, error) {
 			slices.Reverse(segs)
 		}
 		for _, seg := range segs {
-			if top.full() {
+			if top.full() && p.orderKey == nil {
 				worst := top.hits[0].ts
 				if (!p.desc && seg.Start > worst) || (p.desc && seg.End <= worst) {
 					break
@@ -209,6 +223,13 @@ func (s *Store) run(ctx context.Context, p *plan) ([]*hit, error) {
 			err := db.ScanSegment(ctx, seg, tsdb.Scan{Name: p.name, Begin: p.begin, End: p.end, SeriesKey: p.series},
 				func(it *tsdb.Item) error {
 					probe.ts, probe.hash, probe.eid = it.Timestamp, it.SeriesHash, it.ElementID
+					if p.orderKey != nil {
+						key, err := p.orderKey(it.Payload)
+						if err != nil {
+							return err
+						}
+						probe.key = key
+					}
 					if !top.wants(&probe) {
 						return nil
 					}
@@ -220,7 +241,7 @@ func (s *Store) run(ctx context.Context, p *plan) ([]*hit, error) {
 					}
 					h := &hit{
 						ts: it.Timestamp, group: group, hash: it.SeriesHash,
-						eid: bytes.Clone(it.ElementID), version: it.Version, payload: bytes.Clone(it.Payload),
+						eid: bytes.Clone(it.ElementID), version: it.Version, payload: bytes.Clone(it.Payload), key: probe.key,
 					}
 					if p.kind == tsdb.KindStream {
 						h.seriesKey = bytes.Clone(it.SeriesKey)

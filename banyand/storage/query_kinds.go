@@ -70,6 +70,22 @@ func (s *Store) doQueryStream(ctx context.Context, q *clusterv1.StreamQuery, for
 	if !forceScan {
 		p.series, _ = seriesKey(p.name, def.GetEntity().GetTagNames(), crit.eq)
 	}
+	if tag := q.GetOrderTag(); tag != "" {
+		ref, err := layout.tag(tag)
+		if err != nil {
+			return nil, err
+		}
+		var ev streamv1.ElementValue
+		p.orderKey = func(payload []byte) (*modelv1.TagValue, error) {
+			ev.Reset()
+			if err := proto.Unmarshal(payload, &ev); err != nil {
+				return nil, fmt.Errorf("storage: stored element does not decode: %w", err)
+			}
+			return lookup(ev.GetTagFamilies(), ref), nil
+		}
+	} else if req.GetOrderBy().GetIndexRuleName() != "" {
+		return nil, fmt.Errorf("%w: order by index rule %q without the tag it orders by", errInvalidQuery, req.GetOrderBy().GetIndexRuleName())
+	}
 	if crit.match != nil {
 		var ev streamv1.ElementValue
 		p.match = func(payload []byte) (bool, error) {
@@ -101,6 +117,9 @@ func (s *Store) doQueryStream(ctx context.Context, q *clusterv1.StreamQuery, for
 		})
 		res.SeriesKeys = append(res.SeriesKeys, h.seriesKey)
 		res.Versions = append(res.Versions, h.version)
+		if p.orderKey != nil {
+			res.OrderKeys = append(res.OrderKeys, orNull(h.key))
+		}
 	}
 	return res, nil
 }
@@ -163,6 +182,22 @@ func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, f
 	if !forceScan {
 		p.series, _ = seriesKey(p.name, def.GetEntity().GetTagNames(), crit.eq)
 	}
+	if tag := q.GetOrderTag(); tag != "" {
+		ref, err := layout.tag(tag)
+		if err != nil {
+			return nil, err
+		}
+		var dp measurev1.DataPointValue
+		p.orderKey = func(payload []byte) (*modelv1.TagValue, error) {
+			dp.Reset()
+			if err := proto.Unmarshal(payload, &dp); err != nil {
+				return nil, fmt.Errorf("storage: stored data point does not decode: %w", err)
+			}
+			return lookup(dp.GetTagFamilies(), ref), nil
+		}
+	} else if req.GetOrderBy().GetIndexRuleName() != "" {
+		return nil, fmt.Errorf("%w: order by index rule %q without the tag it orders by", errInvalidQuery, req.GetOrderBy().GetIndexRuleName())
+	}
 	if crit.match != nil {
 		var dp measurev1.DataPointValue
 		p.match = func(payload []byte) (bool, error) {
@@ -201,6 +236,14 @@ func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, f
 		resp.DataPoints = append(resp.DataPoints, out)
 	}
 	return resp, nil
+}
+
+// orNull is v, or the null value for a tag the element was written without.
+func orNull(v *modelv1.TagValue) *modelv1.TagValue {
+	if v.GetValue() == nil {
+		return &modelv1.TagValue{Value: &modelv1.TagValue_Null{Null: structpb.NullValue_NULL_VALUE}}
+	}
+	return v
 }
 
 // fieldAt returns the stored field i, or null when the write had none.

@@ -72,10 +72,12 @@ func TestQueryErrors(t *testing.T) {
 		{"unknown projection", &streamv1.QueryRequest{TimeRange: tr, Projection: &modelv1.TagProjection{
 			TagFamilies: []*modelv1.TagProjection_TagFamily{{Name: "default", Tags: []string{"code"}}},
 		}}, false, "code"},
-		{"match", &streamv1.QueryRequest{TimeRange: tr, Criteria: cond("service", modelv1.Condition_BINARY_OP_MATCH, str("x"))}, true, "MATCH"},
+		{"match without an analyzer", &streamv1.QueryRequest{TimeRange: tr, Criteria: cond("service", modelv1.Condition_BINARY_OP_MATCH, str("x"))}, false, "analyzer"},
+		{"match on an int tag", &streamv1.QueryRequest{TimeRange: tr, Criteria: matchCond("code", "simple", str("x"))}, false, "only string tags"},
 		{"in with a scalar", &streamv1.QueryRequest{TimeRange: tr, Criteria: and(eq("service", str("a")), cond("code", modelv1.Condition_BINARY_OP_IN, intv(1)))}, false, "int_array"},
-		{"having", &streamv1.QueryRequest{TimeRange: tr, Criteria: cond("labels", modelv1.Condition_BINARY_OP_HAVING, str("a"))}, true, "HAVING"},
-		{"order by index", &streamv1.QueryRequest{TimeRange: tr, OrderBy: &modelv1.QueryOrder{IndexRuleName: "duration"}}, true, "index rule"},
+		{"having on a scalar tag", &streamv1.QueryRequest{TimeRange: tr, Criteria: cond("code", modelv1.Condition_BINARY_OP_HAVING, ints(1))}, false, "only array tags"},
+		{"having a scalar", &streamv1.QueryRequest{TimeRange: tr, Criteria: cond("labels", modelv1.Condition_BINARY_OP_HAVING, str("a"))}, false, "str_array"},
+		{"order by index without its tag", &streamv1.QueryRequest{TimeRange: tr, OrderBy: &modelv1.QueryOrder{IndexRuleName: "duration"}}, false, "without the tag"},
 		{"range on array", &streamv1.QueryRequest{TimeRange: tr, Criteria: cond("ids", modelv1.Condition_BINARY_OP_LT, &modelv1.TagValue{
 			Value: &modelv1.TagValue_IntArray{IntArray: &modelv1.IntArray{Value: []int64{1}}},
 		})}, true, "LT"},
@@ -223,6 +225,18 @@ func TestCriteria(t *testing.T) {
 		{"not in", and(eq("service", str("svc-0")), cond("code", modelv1.Condition_BINARY_OP_NOT_IN, ints(0, 1, 2))),
 			pick(func(e elem) bool { return e.service == "svc-0" && e.code > 2 })},
 		{"in of another type", cond("code", modelv1.Condition_BINARY_OP_IN, strs("201")), nil},
+		// labels = [a, id], ids = [1, code]
+		{"having one", cond("labels", modelv1.Condition_BINARY_OP_HAVING, strs("e007")), []string{"e007"}},
+		{"having all", cond("labels", modelv1.Condition_BINARY_OP_HAVING, strs("a", "e007")), []string{"e007"}},
+		{"having not all", cond("labels", modelv1.Condition_BINARY_OP_HAVING, strs("b", "e007")), nil},
+		{"having ints", cond("ids", modelv1.Condition_BINARY_OP_HAVING, ints(1, 201)), pick(func(e elem) bool { return e.code == 201 })},
+		{"not having", and(eq("service", str("svc-0")), cond("ids", modelv1.Condition_BINARY_OP_NOT_HAVING, ints(0))),
+			pick(func(e elem) bool { return e.service == "svc-0" && e.code != 0 })},
+		{"having of another type", cond("ids", modelv1.Condition_BINARY_OP_HAVING, strs("1")), nil},
+		{"match", matchCond("instance", "simple", str("INST")), es2ids(es)},
+		{"match and: every token", matchCondAnd("instance", "standard", str("inst 2")), pick(func(e elem) bool { return e.instance == "inst-2" })},
+		{"match array: each item", matchCond("instance", "standard", strs("inst", "1")), pick(func(e elem) bool { return e.instance == "inst-1" })},
+		{"match keyword", matchCond("instance", "keyword", str("inst")), nil},
 	} {
 		got := ids(mustQueryStream(t, s, &streamv1.QueryRequest{TimeRange: tr, Criteria: tc.crit, Limit: 1000}))
 		if !slices.Equal(got, tc.want) {
@@ -368,4 +382,72 @@ func strs(v ...string) *modelv1.TagValue {
 
 func ints(v ...int64) *modelv1.TagValue {
 	return &modelv1.TagValue{Value: &modelv1.TagValue_IntArray{IntArray: &modelv1.IntArray{Value: v}}}
+}
+
+// Ordered by a tag's value (the tag of the index rule the query names,
+// which the liaison resolves): every segment is read, ties go by time,
+// the cut keeps the first offset+limit in that order, and each element's
+// value comes back for the liaison's merge.
+func TestOrderByTag(t *testing.T) {
+	s := openStore(t, t.TempDir(), nil)
+	es := fixture(t, s) // code = k*100 + service number, time order by id
+	tr := timeRange(base, base.Add(72*time.Hour))
+	byCode := slices.Clone(es)
+	slices.SortStableFunc(byCode, func(a, b elem) int { return int(a.code - b.code) })
+	for _, desc := range []bool{false, true} {
+		want := make([]string, 0, len(byCode))
+		for _, e := range byCode {
+			want = append(want, e.id)
+		}
+		if desc {
+			slices.Reverse(want) // code desc, ties by time desc
+		}
+		sort := modelv1.Sort_SORT_ASC
+		if desc {
+			sort = modelv1.Sort_SORT_DESC
+		}
+		q := streamQuery(&streamv1.QueryRequest{TimeRange: tr, Limit: 7, Offset: 3, OrderBy: &modelv1.QueryOrder{IndexRuleName: "code-rule", Sort: sort}})
+		q.OrderTag = "code"
+		res, err := s.QueryStreamResult(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(res.GetElements()); !slices.Equal(got, want[:10]) {
+			t.Errorf("desc=%v: %v, want %v", desc, got, want[:10])
+		}
+		if len(res.GetOrderKeys()) != len(res.GetElements()) {
+			t.Fatalf("%d order keys for %d elements", len(res.GetOrderKeys()), len(res.GetElements()))
+		}
+		for i, el := range res.GetElements() {
+			e := es[slices.IndexFunc(es, func(e elem) bool { return e.id == el.GetElementId() })]
+			if k := res.GetOrderKeys()[i].GetInt().GetValue(); k != e.code {
+				t.Errorf("order key of %s = %d, want its code %d", e.id, k, e.code)
+			}
+		}
+	}
+	q := streamQuery(&streamv1.QueryRequest{TimeRange: tr, OrderBy: &modelv1.QueryOrder{IndexRuleName: "r"}})
+	q.OrderTag = "nope"
+	if _, err := s.QueryStreamResult(context.Background(), q); !errors.Is(err, queue.ErrInvalidMessage) {
+		t.Errorf("order by an unknown tag: %v, want invalid", err)
+	}
+}
+
+func matchCond(tag, analyzer string, v *modelv1.TagValue) *modelv1.Criteria {
+	c := cond(tag, modelv1.Condition_BINARY_OP_MATCH, v)
+	c.GetCondition().MatchOption = &modelv1.Condition_MatchOption{Analyzer: analyzer}
+	return c
+}
+
+func matchCondAnd(tag, analyzer string, v *modelv1.TagValue) *modelv1.Criteria {
+	c := matchCond(tag, analyzer, v)
+	c.GetCondition().MatchOption.Operator = modelv1.Condition_MatchOption_OPERATOR_AND
+	return c
+}
+
+func es2ids(es []elem) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.id
+	}
+	return out
 }

@@ -297,15 +297,15 @@ func (sb *seriesBuffer) orderLocked() {
 	sb.unordered = false
 }
 
-// resolve picks, of records with the same key, the one a read sees: for
-// streams the newest; for measures the highest version, the newest among
-// equals (as measureMerger does). Records are oldest first.
+// resolve picks, of records with the same key, the one a read sees: the
+// highest version, the newest among equals (as measureMerger does).
+// Records are oldest first.
 func resolve(kind Kind, older, newer []byte) []byte {
 	if !kind.versioned() {
 		return newer
 	}
-	vo, err1 := measureVersion(older)
-	vn, err2 := measureVersion(newer)
+	vo, err1 := valueVersion(kind, older)
+	vn, err2 := valueVersion(kind, newer)
 	if err1 == nil && (err2 != nil || vo > vn) {
 		return older
 	}

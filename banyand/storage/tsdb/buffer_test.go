@@ -489,10 +489,10 @@ func TestBufferOrdersOneKeyByLogRecord(t *testing.T) {
 		prefix := append([]byte{byte(kind), 'g'}, 0, 0, 0, 0, 0, 0, 0, 1) // name prefix + series hash
 		suffix := []byte("ts-1")
 		value := func(s string) []byte {
-			if kind == KindMeasure {
-				return appendMeasureValue(nil, 0, []byte("series"), []byte(s)) // equal versions: the later record wins
+			if kind == KindMeasure { // equal versions: the later record wins
+				return appendMeasureValue(nil, 0, []byte("series"), []byte(s))
 			}
-			return []byte(s)
+			return appendStreamValue(nil, 0, []byte("series"), []byte(s))
 		}
 		m.mu.Lock()
 		m.putLocked(prefix, suffix, value("logged second"), 11)

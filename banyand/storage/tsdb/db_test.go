@@ -180,7 +180,10 @@ func TestMergerRejectsMalformed(t *testing.T) {
 	if _, err := measureMerger.Merge(nil, []byte{9}); err == nil {
 		t.Error("malformed operand accepted")
 	}
-	m, err := measureMerger.Merge(nil, appendMeasureValue(nil, 5, []byte("s"), []byte("a")))
+	if _, err := measureMerger.Merge([]byte{byte(KindStream)}, []byte{9}); err == nil {
+		t.Error("malformed stream operand accepted")
+	}
+	m, err := measureMerger.Merge([]byte{byte(KindMeasure)}, appendMeasureValue(nil, 5, []byte("s"), []byte("a")))
 	if err != nil {
 		t.Fatal(err)
 	}

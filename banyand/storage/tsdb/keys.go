@@ -37,9 +37,21 @@ const (
 
 // versioned kinds keep, of several writes of one key, the one with the
 // highest version (the newest among equals), in the buffer, in Pebble's
-// merge and in scans; the others keep the newest.
+// merge and in scans: every data kind. A stream element's version is the
+// liaison's clock reading (0 for one stored without), so a copy handed off
+// or re-placed late never hides a later write of the element.
 func (k Kind) versioned() bool {
-	return k == KindMeasure || k == KindProperty || k == KindTrace || k == KindTraceTime
+	return k == KindStream || k == KindMeasure || k == KindProperty || k == KindTrace || k == KindTraceTime
+}
+
+// valueVersion reads the version of a stored value of kind k without
+// parsing the rest.
+func valueVersion(k Kind, v []byte) (int64, error) {
+	if k == KindStream {
+		version, _, _, err := parseStreamValue(v)
+		return version, err
+	}
+	return measureVersion(v)
 }
 
 func (k Kind) String() string {

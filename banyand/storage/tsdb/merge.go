@@ -6,8 +6,9 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// measureMerger resolves several writes of one measure data point key: the
-// operand with the highest version wins, and among equal versions the newest
+// measureMerger resolves several writes of one key of a versioned kind
+// (data points, stream elements, properties; the kind is the key's first
+// byte): the operand with the highest version wins, and among equal versions the newest
 // write wins. So a redelivery (same version) overwrites itself, a correction
 // with a higher version replaces the point, and a late write with a lower
 // version is ignored, whatever order the writes were committed in, without
@@ -18,16 +19,21 @@ import (
 // existing directories refuse to open, so it never changes.
 var measureMerger = &pebble.Merger{
 	Name: "banyand.measure.max-version.v1",
-	Merge: func(_, value []byte) (pebble.ValueMerger, error) {
-		v, err := measureVersion(value)
+	Merge: func(key, value []byte) (pebble.ValueMerger, error) {
+		if len(key) == 0 {
+			return nil, errMalformed
+		}
+		k := Kind(key[0])
+		v, err := valueVersion(k, value)
 		if err != nil {
 			return nil, err
 		}
-		return &maxVersionMerger{best: append([]byte(nil), value...), version: v}, nil
+		return &maxVersionMerger{kind: k, best: append([]byte(nil), value...), version: v}, nil
 	},
 }
 
 type maxVersionMerger struct {
+	kind    Kind
 	best    []byte
 	version int64
 }
@@ -35,7 +41,7 @@ type maxVersionMerger struct {
 // MergeNewer takes value if its version is at least the best so far: a
 // newer write wins ties.
 func (m *maxVersionMerger) MergeNewer(value []byte) error {
-	v, err := measureVersion(value)
+	v, err := valueVersion(m.kind, value)
 	if err != nil {
 		return err
 	}
@@ -48,7 +54,7 @@ func (m *maxVersionMerger) MergeNewer(value []byte) error {
 // MergeOlder takes value only if its version is strictly higher: an older
 // write loses ties.
 func (m *maxVersionMerger) MergeOlder(value []byte) error {
-	v, err := measureVersion(value)
+	v, err := valueVersion(m.kind, value)
 	if err != nil {
 		return err
 	}

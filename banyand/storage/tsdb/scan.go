@@ -134,7 +134,7 @@ func (m *bufferMerge) pebbleItem(it *Item) error {
 		}
 		m.pending = m.pending[1:]
 		if c == 0 {
-			if m.kind.versioned() && it.Version > versionOf(r.value) {
+			if m.kind.versioned() && it.Version > versionOf(m.kind, r.value) {
 				return m.fn(it) // Pebble's has the higher version
 			}
 			return m.emit(r)
@@ -146,8 +146,8 @@ func (m *bufferMerge) pebbleItem(it *Item) error {
 	return m.fn(it)
 }
 
-func versionOf(v []byte) int64 {
-	ver, _ := measureVersion(v)
+func versionOf(k Kind, v []byte) int64 {
+	ver, _ := valueVersion(k, v)
 	return ver
 }
 

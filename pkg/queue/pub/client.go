@@ -482,7 +482,7 @@ func (c *Client) replace(t *route.Table, nodes map[string]*node, msgs []*msg, no
 			m.Unhold()
 			continue // a replica copy given up: the others hold the message
 		}
-		if m.Key.Topic == queue.TopicHint && m.Avoid() == "" {
+		if m.Topic == queue.TopicHint && m.Avoid() == "" {
 			targets[n] = append(targets[n], m) // a new hint, not a move
 			continue
 		}

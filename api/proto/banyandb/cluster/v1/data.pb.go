@@ -12,7 +12,8 @@ package v1
 import (
 	v12 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	v11 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
-	v13 "github.com/banyand-io/banyand/api/proto/banyandb/property/v1"
+	v13 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	v14 "github.com/banyand-io/banyand/api/proto/banyandb/property/v1"
 	v1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -294,9 +295,13 @@ func (x *Hint) GetPayload() []byte {
 }
 
 type StreamQuery struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Request       *v1.QueryRequest       `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
-	Schema        *v12.Stream            `protobuf:"bytes,2,opt,name=schema,proto3" json:"schema,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Request *v1.QueryRequest       `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
+	Schema  *v12.Stream            `protobuf:"bytes,2,opt,name=schema,proto3" json:"schema,omitempty"`
+	// order_tag, when set, orders the answer by this tag's value (in
+	// request.order_by.sort) instead of by time: the tag of the index rule
+	// request.order_by names, which the liaison resolved.
+	OrderTag      string `protobuf:"bytes,3,opt,name=order_tag,json=orderTag,proto3" json:"order_tag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -345,14 +350,24 @@ func (x *StreamQuery) GetSchema() *v12.Stream {
 	return nil
 }
 
+func (x *StreamQuery) GetOrderTag() string {
+	if x != nil {
+		return x.OrderTag
+	}
+	return ""
+}
+
 // StreamQueryResult is a data node's answer to a StreamQuery: the elements,
 // and for each its series key and version (StreamWrite.version), so that
 // the liaison keeps, of one element several nodes hold, the later write.
 type StreamQueryResult struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Elements      []*v1.Element          `protobuf:"bytes,1,rep,name=elements,proto3" json:"elements,omitempty"`
-	SeriesKeys    [][]byte               `protobuf:"bytes,2,rep,name=series_keys,json=seriesKeys,proto3" json:"series_keys,omitempty"`
-	Versions      []int64                `protobuf:"varint,3,rep,packed,name=versions,proto3" json:"versions,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Elements   []*v1.Element          `protobuf:"bytes,1,rep,name=elements,proto3" json:"elements,omitempty"`
+	SeriesKeys [][]byte               `protobuf:"bytes,2,rep,name=series_keys,json=seriesKeys,proto3" json:"series_keys,omitempty"`
+	Versions   []int64                `protobuf:"varint,3,rep,packed,name=versions,proto3" json:"versions,omitempty"`
+	// order_keys holds each element's order_tag value when the query set
+	// one, so that the liaison merges the nodes' answers in that order.
+	OrderKeys     []*v13.TagValue `protobuf:"bytes,4,rep,name=order_keys,json=orderKeys,proto3" json:"order_keys,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -408,12 +423,22 @@ func (x *StreamQueryResult) GetVersions() []int64 {
 	return nil
 }
 
+func (x *StreamQueryResult) GetOrderKeys() []*v13.TagValue {
+	if x != nil {
+		return x.OrderKeys
+	}
+	return nil
+}
+
 // MeasureQuery is StreamQuery for measures, topic "measure-query"; the reply
 // is a banyandb.measure.v1.QueryResponse.
 type MeasureQuery struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Request       *v11.QueryRequest      `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
-	Schema        *v12.Measure           `protobuf:"bytes,2,opt,name=schema,proto3" json:"schema,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Request *v11.QueryRequest      `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
+	Schema  *v12.Measure           `protobuf:"bytes,2,opt,name=schema,proto3" json:"schema,omitempty"`
+	// order_tag is StreamQuery.order_tag for measures; the liaison projects
+	// the tag too, so that it merges the answers by each point's value.
+	OrderTag      string `protobuf:"bytes,3,opt,name=order_tag,json=orderTag,proto3" json:"order_tag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -462,6 +487,13 @@ func (x *MeasureQuery) GetSchema() *v12.Measure {
 	return nil
 }
 
+func (x *MeasureQuery) GetOrderTag() string {
+	if x != nil {
+		return x.OrderTag
+	}
+	return ""
+}
+
 // PropertyWrite applies one revision of a property on the data nodes of
 // its shard (docs/design/properties.md). property.metadata.mod_revision is
 // the revision the liaison stamped; a data node keeps, of one property,
@@ -472,8 +504,8 @@ type PropertyWrite struct {
 	state     protoimpl.MessageState    `protogen:"open.v1"`
 	ShardId   uint32                    `protobuf:"varint,1,opt,name=shard_id,json=shardId,proto3" json:"shard_id,omitempty"`
 	SeriesKey []byte                    `protobuf:"bytes,2,opt,name=series_key,json=seriesKey,proto3" json:"series_key,omitempty"`
-	Property  *v13.Property             `protobuf:"bytes,3,opt,name=property,proto3" json:"property,omitempty"`
-	Strategy  v13.ApplyRequest_Strategy `protobuf:"varint,4,opt,name=strategy,proto3,enum=banyandb.property.v1.ApplyRequest_Strategy" json:"strategy,omitempty"`
+	Property  *v14.Property             `protobuf:"bytes,3,opt,name=property,proto3" json:"property,omitempty"`
+	Strategy  v14.ApplyRequest_Strategy `protobuf:"varint,4,opt,name=strategy,proto3,enum=banyandb.property.v1.ApplyRequest_Strategy" json:"strategy,omitempty"`
 	Delete    bool                      `protobuf:"varint,5,opt,name=delete,proto3" json:"delete,omitempty"`
 	// base is the record the liaison read before it stamped the revision
 	// (unset: none): a node that lacks it (a copy re-placed on a node that
@@ -528,18 +560,18 @@ func (x *PropertyWrite) GetSeriesKey() []byte {
 	return nil
 }
 
-func (x *PropertyWrite) GetProperty() *v13.Property {
+func (x *PropertyWrite) GetProperty() *v14.Property {
 	if x != nil {
 		return x.Property
 	}
 	return nil
 }
 
-func (x *PropertyWrite) GetStrategy() v13.ApplyRequest_Strategy {
+func (x *PropertyWrite) GetStrategy() v14.ApplyRequest_Strategy {
 	if x != nil {
 		return x.Strategy
 	}
-	return v13.ApplyRequest_Strategy(0)
+	return v14.ApplyRequest_Strategy(0)
 }
 
 func (x *PropertyWrite) GetDelete() bool {
@@ -560,7 +592,7 @@ func (x *PropertyWrite) GetBase() *StoredProperty {
 // revision, or the tombstone that deleted it.
 type StoredProperty struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Property      *v13.Property          `protobuf:"bytes,1,opt,name=property,proto3" json:"property,omitempty"`
+	Property      *v14.Property          `protobuf:"bytes,1,opt,name=property,proto3" json:"property,omitempty"`
 	Deleted       bool                   `protobuf:"varint,2,opt,name=deleted,proto3" json:"deleted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -596,7 +628,7 @@ func (*StoredProperty) Descriptor() ([]byte, []int) {
 	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{7}
 }
 
-func (x *StoredProperty) GetProperty() *v13.Property {
+func (x *StoredProperty) GetProperty() *v14.Property {
 	if x != nil {
 		return x.Property
 	}
@@ -615,7 +647,7 @@ func (x *StoredProperty) GetDeleted() bool {
 // reads (one when it names one).
 type PropertyQuery struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Request       *v13.QueryRequest      `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
+	Request       *v14.QueryRequest      `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
 	Schemas       []*v12.Property        `protobuf:"bytes,2,rep,name=schemas,proto3" json:"schemas,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -651,7 +683,7 @@ func (*PropertyQuery) Descriptor() ([]byte, []int) {
 	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{8}
 }
 
-func (x *PropertyQuery) GetRequest() *v13.QueryRequest {
+func (x *PropertyQuery) GetRequest() *v14.QueryRequest {
 	if x != nil {
 		return x.Request
 	}
@@ -716,7 +748,7 @@ var File_banyandb_cluster_v1_data_proto protoreflect.FileDescriptor
 
 const file_banyandb_cluster_v1_data_proto_rawDesc = "" +
 	"\n" +
-	"\x1ebanyandb/cluster/v1/data.proto\x12\x13banyandb.cluster.v1\x1a!banyandb/database/v1/schema.proto\x1a\x1fbanyandb/measure/v1/query.proto\x1a\x1fbanyandb/measure/v1/write.proto\x1a#banyandb/property/v1/property.proto\x1a\x1ebanyandb/property/v1/rpc.proto\x1a\x1ebanyandb/stream/v1/query.proto\x1a\x1ebanyandb/stream/v1/write.proto\"\xf7\x01\n" +
+	"\x1ebanyandb/cluster/v1/data.proto\x12\x13banyandb.cluster.v1\x1a!banyandb/database/v1/schema.proto\x1a\x1fbanyandb/measure/v1/query.proto\x1a\x1fbanyandb/measure/v1/write.proto\x1a\x1ebanyandb/model/v1/common.proto\x1a#banyandb/property/v1/property.proto\x1a\x1ebanyandb/property/v1/rpc.proto\x1a\x1ebanyandb/stream/v1/query.proto\x1a\x1ebanyandb/stream/v1/write.proto\"\xf7\x01\n" +
 	"\vStreamWrite\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x19\n" +
@@ -739,18 +771,22 @@ const file_banyandb_cluster_v1_data_proto_rawDesc = "" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\x12\x19\n" +
 	"\bshard_id\x18\x03 \x01(\rR\ashardId\x12\x18\n" +
-	"\apayload\x18\x04 \x01(\fR\apayload\"\x7f\n" +
+	"\apayload\x18\x04 \x01(\fR\apayload\"\x9c\x01\n" +
 	"\vStreamQuery\x12:\n" +
 	"\arequest\x18\x01 \x01(\v2 .banyandb.stream.v1.QueryRequestR\arequest\x124\n" +
-	"\x06schema\x18\x02 \x01(\v2\x1c.banyandb.database.v1.StreamR\x06schema\"\x89\x01\n" +
+	"\x06schema\x18\x02 \x01(\v2\x1c.banyandb.database.v1.StreamR\x06schema\x12\x1b\n" +
+	"\torder_tag\x18\x03 \x01(\tR\borderTag\"\xc5\x01\n" +
 	"\x11StreamQueryResult\x127\n" +
 	"\belements\x18\x01 \x03(\v2\x1b.banyandb.stream.v1.ElementR\belements\x12\x1f\n" +
 	"\vseries_keys\x18\x02 \x03(\fR\n" +
 	"seriesKeys\x12\x1a\n" +
-	"\bversions\x18\x03 \x03(\x03R\bversions\"\x82\x01\n" +
+	"\bversions\x18\x03 \x03(\x03R\bversions\x12:\n" +
+	"\n" +
+	"order_keys\x18\x04 \x03(\v2\x1b.banyandb.model.v1.TagValueR\torderKeys\"\x9f\x01\n" +
 	"\fMeasureQuery\x12;\n" +
 	"\arequest\x18\x01 \x01(\v2!.banyandb.measure.v1.QueryRequestR\arequest\x125\n" +
-	"\x06schema\x18\x02 \x01(\v2\x1d.banyandb.database.v1.MeasureR\x06schema\"\x9f\x02\n" +
+	"\x06schema\x18\x02 \x01(\v2\x1d.banyandb.database.v1.MeasureR\x06schema\x12\x1b\n" +
+	"\torder_tag\x18\x03 \x01(\tR\borderTag\"\x9f\x02\n" +
 	"\rPropertyWrite\x12\x19\n" +
 	"\bshard_id\x18\x01 \x01(\rR\ashardId\x12\x1d\n" +
 	"\n" +
@@ -799,12 +835,13 @@ var file_banyandb_cluster_v1_data_proto_goTypes = []any{
 	(*v1.QueryRequest)(nil),        // 12: banyandb.stream.v1.QueryRequest
 	(*v12.Stream)(nil),             // 13: banyandb.database.v1.Stream
 	(*v1.Element)(nil),             // 14: banyandb.stream.v1.Element
-	(*v11.QueryRequest)(nil),       // 15: banyandb.measure.v1.QueryRequest
-	(*v12.Measure)(nil),            // 16: banyandb.database.v1.Measure
-	(*v13.Property)(nil),           // 17: banyandb.property.v1.Property
-	(v13.ApplyRequest_Strategy)(0), // 18: banyandb.property.v1.ApplyRequest.Strategy
-	(*v13.QueryRequest)(nil),       // 19: banyandb.property.v1.QueryRequest
-	(*v12.Property)(nil),           // 20: banyandb.database.v1.Property
+	(*v13.TagValue)(nil),           // 15: banyandb.model.v1.TagValue
+	(*v11.QueryRequest)(nil),       // 16: banyandb.measure.v1.QueryRequest
+	(*v12.Measure)(nil),            // 17: banyandb.database.v1.Measure
+	(*v14.Property)(nil),           // 18: banyandb.property.v1.Property
+	(v14.ApplyRequest_Strategy)(0), // 19: banyandb.property.v1.ApplyRequest.Strategy
+	(*v14.QueryRequest)(nil),       // 20: banyandb.property.v1.QueryRequest
+	(*v12.Property)(nil),           // 21: banyandb.database.v1.Property
 }
 var file_banyandb_cluster_v1_data_proto_depIdxs = []int32{
 	10, // 0: banyandb.cluster.v1.StreamWrite.element:type_name -> banyandb.stream.v1.ElementValue
@@ -812,20 +849,21 @@ var file_banyandb_cluster_v1_data_proto_depIdxs = []int32{
 	12, // 2: banyandb.cluster.v1.StreamQuery.request:type_name -> banyandb.stream.v1.QueryRequest
 	13, // 3: banyandb.cluster.v1.StreamQuery.schema:type_name -> banyandb.database.v1.Stream
 	14, // 4: banyandb.cluster.v1.StreamQueryResult.elements:type_name -> banyandb.stream.v1.Element
-	15, // 5: banyandb.cluster.v1.MeasureQuery.request:type_name -> banyandb.measure.v1.QueryRequest
-	16, // 6: banyandb.cluster.v1.MeasureQuery.schema:type_name -> banyandb.database.v1.Measure
-	17, // 7: banyandb.cluster.v1.PropertyWrite.property:type_name -> banyandb.property.v1.Property
-	18, // 8: banyandb.cluster.v1.PropertyWrite.strategy:type_name -> banyandb.property.v1.ApplyRequest.Strategy
-	7,  // 9: banyandb.cluster.v1.PropertyWrite.base:type_name -> banyandb.cluster.v1.StoredProperty
-	17, // 10: banyandb.cluster.v1.StoredProperty.property:type_name -> banyandb.property.v1.Property
-	19, // 11: banyandb.cluster.v1.PropertyQuery.request:type_name -> banyandb.property.v1.QueryRequest
-	20, // 12: banyandb.cluster.v1.PropertyQuery.schemas:type_name -> banyandb.database.v1.Property
-	7,  // 13: banyandb.cluster.v1.PropertyQueryResult.properties:type_name -> banyandb.cluster.v1.StoredProperty
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	15, // 5: banyandb.cluster.v1.StreamQueryResult.order_keys:type_name -> banyandb.model.v1.TagValue
+	16, // 6: banyandb.cluster.v1.MeasureQuery.request:type_name -> banyandb.measure.v1.QueryRequest
+	17, // 7: banyandb.cluster.v1.MeasureQuery.schema:type_name -> banyandb.database.v1.Measure
+	18, // 8: banyandb.cluster.v1.PropertyWrite.property:type_name -> banyandb.property.v1.Property
+	19, // 9: banyandb.cluster.v1.PropertyWrite.strategy:type_name -> banyandb.property.v1.ApplyRequest.Strategy
+	7,  // 10: banyandb.cluster.v1.PropertyWrite.base:type_name -> banyandb.cluster.v1.StoredProperty
+	18, // 11: banyandb.cluster.v1.StoredProperty.property:type_name -> banyandb.property.v1.Property
+	20, // 12: banyandb.cluster.v1.PropertyQuery.request:type_name -> banyandb.property.v1.QueryRequest
+	21, // 13: banyandb.cluster.v1.PropertyQuery.schemas:type_name -> banyandb.database.v1.Property
+	7,  // 14: banyandb.cluster.v1.PropertyQueryResult.properties:type_name -> banyandb.cluster.v1.StoredProperty
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_banyandb_cluster_v1_data_proto_init() }

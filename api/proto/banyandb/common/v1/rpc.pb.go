@@ -11,6 +11,7 @@
 package v1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -167,16 +168,16 @@ var File_banyandb_common_v1_rpc_proto protoreflect.FileDescriptor
 
 const file_banyandb_common_v1_rpc_proto_rawDesc = "" +
 	"\n" +
-	"\x1cbanyandb/common/v1/rpc.proto\x12\x12banyandb.common.v1\"B\n" +
+	"\x1cbanyandb/common/v1/rpc.proto\x12\x12banyandb.common.v1\x1a\x1cgoogle/api/annotations.proto\"B\n" +
 	"\n" +
 	"APIVersion\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x1a\n" +
 	"\brevision\x18\x02 \x01(\tR\brevision\"\x16\n" +
 	"\x14GetAPIVersionRequest\"Q\n" +
 	"\x15GetAPIVersionResponse\x128\n" +
-	"\aversion\x18\x01 \x01(\v2\x1e.banyandb.common.v1.APIVersionR\aversion2o\n" +
-	"\aService\x12d\n" +
-	"\rGetAPIVersion\x12(.banyandb.common.v1.GetAPIVersionRequest\x1a).banyandb.common.v1.GetAPIVersionResponseB<Z:github.com/banyand-io/banyand/api/proto/banyandb/common/v1b\x06proto3"
+	"\aversion\x18\x01 \x01(\v2\x1e.banyandb.common.v1.APIVersionR\aversion2\x90\x01\n" +
+	"\aService\x12\x84\x01\n" +
+	"\rGetAPIVersion\x12(.banyandb.common.v1.GetAPIVersionRequest\x1a).banyandb.common.v1.GetAPIVersionResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\x12\x16/v1/common/api/versionB<Z:github.com/banyand-io/banyand/api/proto/banyandb/common/v1b\x06proto3"
 
 var (
 	file_banyandb_common_v1_rpc_proto_rawDescOnce sync.Once

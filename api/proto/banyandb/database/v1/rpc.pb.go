@@ -10,6 +10,7 @@ package v1
 
 import (
 	v1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -4263,7 +4264,7 @@ var File_banyandb_database_v1_rpc_proto protoreflect.FileDescriptor
 
 const file_banyandb_database_v1_rpc_proto_rawDesc = "" +
 	"\n" +
-	"\x1ebanyandb/database/v1/rpc.proto\x12\x14banyandb.database.v1\x1a\x1fbanyandb/common/v1/common.proto\x1a!banyandb/database/v1/schema.proto\"T\n" +
+	"\x1ebanyandb/database/v1/rpc.proto\x12\x14banyandb.database.v1\x1a\x1fbanyandb/common/v1/common.proto\x1a!banyandb/database/v1/schema.proto\x1a\x1cgoogle/api/annotations.proto\"T\n" +
 	"!GroupRegistryServiceCreateRequest\x12/\n" +
 	"\x05group\x18\x01 \x01(\v2\x19.banyandb.common.v1.GroupR\x05group\"$\n" +
 	"\"GroupRegistryServiceCreateResponse\"T\n" +
@@ -4465,62 +4466,62 @@ const file_banyandb_database_v1_rpc_proto_rawDesc = "" +
 	"\bmetadata\x18\x01 \x01(\v2\x1c.banyandb.common.v1.MetadataR\bmetadata\"f\n" +
 	"$PropertyRegistryServiceExistResponse\x12\x1b\n" +
 	"\thas_group\x18\x01 \x01(\bR\bhasGroup\x12!\n" +
-	"\fhas_property\x18\x02 \x01(\bR\vhasProperty2\xf2\x05\n" +
-	"\x14GroupRegistryService\x12{\n" +
-	"\x06Create\x127.banyandb.database.v1.GroupRegistryServiceCreateRequest\x1a8.banyandb.database.v1.GroupRegistryServiceCreateResponse\x12{\n" +
-	"\x06Update\x127.banyandb.database.v1.GroupRegistryServiceUpdateRequest\x1a8.banyandb.database.v1.GroupRegistryServiceUpdateResponse\x12{\n" +
-	"\x06Delete\x127.banyandb.database.v1.GroupRegistryServiceDeleteRequest\x1a8.banyandb.database.v1.GroupRegistryServiceDeleteResponse\x12r\n" +
-	"\x03Get\x124.banyandb.database.v1.GroupRegistryServiceGetRequest\x1a5.banyandb.database.v1.GroupRegistryServiceGetResponse\x12u\n" +
-	"\x04List\x125.banyandb.database.v1.GroupRegistryServiceListRequest\x1a6.banyandb.database.v1.GroupRegistryServiceListResponse\x12x\n" +
-	"\x05Exist\x126.banyandb.database.v1.GroupRegistryServiceExistRequest\x1a7.banyandb.database.v1.GroupRegistryServiceExistResponse2\xff\x05\n" +
-	"\x15StreamRegistryService\x12}\n" +
-	"\x06Create\x128.banyandb.database.v1.StreamRegistryServiceCreateRequest\x1a9.banyandb.database.v1.StreamRegistryServiceCreateResponse\x12}\n" +
-	"\x06Update\x128.banyandb.database.v1.StreamRegistryServiceUpdateRequest\x1a9.banyandb.database.v1.StreamRegistryServiceUpdateResponse\x12}\n" +
-	"\x06Delete\x128.banyandb.database.v1.StreamRegistryServiceDeleteRequest\x1a9.banyandb.database.v1.StreamRegistryServiceDeleteResponse\x12t\n" +
-	"\x03Get\x125.banyandb.database.v1.StreamRegistryServiceGetRequest\x1a6.banyandb.database.v1.StreamRegistryServiceGetResponse\x12w\n" +
-	"\x04List\x126.banyandb.database.v1.StreamRegistryServiceListRequest\x1a7.banyandb.database.v1.StreamRegistryServiceListResponse\x12z\n" +
-	"\x05Exist\x127.banyandb.database.v1.StreamRegistryServiceExistRequest\x1a8.banyandb.database.v1.StreamRegistryServiceExistResponse2\x8c\x06\n" +
-	"\x16MeasureRegistryService\x12\x7f\n" +
-	"\x06Create\x129.banyandb.database.v1.MeasureRegistryServiceCreateRequest\x1a:.banyandb.database.v1.MeasureRegistryServiceCreateResponse\x12\x7f\n" +
-	"\x06Update\x129.banyandb.database.v1.MeasureRegistryServiceUpdateRequest\x1a:.banyandb.database.v1.MeasureRegistryServiceUpdateResponse\x12\x7f\n" +
-	"\x06Delete\x129.banyandb.database.v1.MeasureRegistryServiceDeleteRequest\x1a:.banyandb.database.v1.MeasureRegistryServiceDeleteResponse\x12v\n" +
-	"\x03Get\x126.banyandb.database.v1.MeasureRegistryServiceGetRequest\x1a7.banyandb.database.v1.MeasureRegistryServiceGetResponse\x12y\n" +
-	"\x04List\x127.banyandb.database.v1.MeasureRegistryServiceListRequest\x1a8.banyandb.database.v1.MeasureRegistryServiceListResponse\x12|\n" +
-	"\x05Exist\x128.banyandb.database.v1.MeasureRegistryServiceExistRequest\x1a9.banyandb.database.v1.MeasureRegistryServiceExistResponse2\xaa\x06\n" +
-	"\x18IndexRuleRegistryService\x12\x83\x01\n" +
-	"\x06Create\x12;.banyandb.database.v1.IndexRuleRegistryServiceCreateRequest\x1a<.banyandb.database.v1.IndexRuleRegistryServiceCreateResponse\x12\x83\x01\n" +
-	"\x06Update\x12;.banyandb.database.v1.IndexRuleRegistryServiceUpdateRequest\x1a<.banyandb.database.v1.IndexRuleRegistryServiceUpdateResponse\x12\x83\x01\n" +
-	"\x06Delete\x12;.banyandb.database.v1.IndexRuleRegistryServiceDeleteRequest\x1a<.banyandb.database.v1.IndexRuleRegistryServiceDeleteResponse\x12z\n" +
-	"\x03Get\x128.banyandb.database.v1.IndexRuleRegistryServiceGetRequest\x1a9.banyandb.database.v1.IndexRuleRegistryServiceGetResponse\x12}\n" +
-	"\x04List\x129.banyandb.database.v1.IndexRuleRegistryServiceListRequest\x1a:.banyandb.database.v1.IndexRuleRegistryServiceListResponse\x12\x80\x01\n" +
-	"\x05Exist\x12:.banyandb.database.v1.IndexRuleRegistryServiceExistRequest\x1a;.banyandb.database.v1.IndexRuleRegistryServiceExistResponse2\x87\a\n" +
-	"\x1fIndexRuleBindingRegistryService\x12\x91\x01\n" +
-	"\x06Create\x12B.banyandb.database.v1.IndexRuleBindingRegistryServiceCreateRequest\x1aC.banyandb.database.v1.IndexRuleBindingRegistryServiceCreateResponse\x12\x91\x01\n" +
-	"\x06Update\x12B.banyandb.database.v1.IndexRuleBindingRegistryServiceUpdateRequest\x1aC.banyandb.database.v1.IndexRuleBindingRegistryServiceUpdateResponse\x12\x91\x01\n" +
-	"\x06Delete\x12B.banyandb.database.v1.IndexRuleBindingRegistryServiceDeleteRequest\x1aC.banyandb.database.v1.IndexRuleBindingRegistryServiceDeleteResponse\x12\x88\x01\n" +
-	"\x03Get\x12?.banyandb.database.v1.IndexRuleBindingRegistryServiceGetRequest\x1a@.banyandb.database.v1.IndexRuleBindingRegistryServiceGetResponse\x12\x8b\x01\n" +
-	"\x04List\x12@.banyandb.database.v1.IndexRuleBindingRegistryServiceListRequest\x1aA.banyandb.database.v1.IndexRuleBindingRegistryServiceListResponse\x12\x8e\x01\n" +
-	"\x05Exist\x12A.banyandb.database.v1.IndexRuleBindingRegistryServiceExistRequest\x1aB.banyandb.database.v1.IndexRuleBindingRegistryServiceExistResponse2\xfa\x06\n" +
-	"\x1eTopNAggregationRegistryService\x12\x8f\x01\n" +
-	"\x06Create\x12A.banyandb.database.v1.TopNAggregationRegistryServiceCreateRequest\x1aB.banyandb.database.v1.TopNAggregationRegistryServiceCreateResponse\x12\x8f\x01\n" +
-	"\x06Update\x12A.banyandb.database.v1.TopNAggregationRegistryServiceUpdateRequest\x1aB.banyandb.database.v1.TopNAggregationRegistryServiceUpdateResponse\x12\x8f\x01\n" +
-	"\x06Delete\x12A.banyandb.database.v1.TopNAggregationRegistryServiceDeleteRequest\x1aB.banyandb.database.v1.TopNAggregationRegistryServiceDeleteResponse\x12\x86\x01\n" +
-	"\x03Get\x12>.banyandb.database.v1.TopNAggregationRegistryServiceGetRequest\x1a?.banyandb.database.v1.TopNAggregationRegistryServiceGetResponse\x12\x89\x01\n" +
-	"\x04List\x12?.banyandb.database.v1.TopNAggregationRegistryServiceListRequest\x1a@.banyandb.database.v1.TopNAggregationRegistryServiceListResponse\x12\x8c\x01\n" +
-	"\x05Exist\x12@.banyandb.database.v1.TopNAggregationRegistryServiceExistRequest\x1aA.banyandb.database.v1.TopNAggregationRegistryServiceExistResponse2\xf2\x05\n" +
-	"\x14TraceRegistryService\x12{\n" +
-	"\x06Create\x127.banyandb.database.v1.TraceRegistryServiceCreateRequest\x1a8.banyandb.database.v1.TraceRegistryServiceCreateResponse\x12{\n" +
-	"\x06Update\x127.banyandb.database.v1.TraceRegistryServiceUpdateRequest\x1a8.banyandb.database.v1.TraceRegistryServiceUpdateResponse\x12{\n" +
-	"\x06Delete\x127.banyandb.database.v1.TraceRegistryServiceDeleteRequest\x1a8.banyandb.database.v1.TraceRegistryServiceDeleteResponse\x12r\n" +
-	"\x03Get\x124.banyandb.database.v1.TraceRegistryServiceGetRequest\x1a5.banyandb.database.v1.TraceRegistryServiceGetResponse\x12u\n" +
-	"\x04List\x125.banyandb.database.v1.TraceRegistryServiceListRequest\x1a6.banyandb.database.v1.TraceRegistryServiceListResponse\x12x\n" +
-	"\x05Exist\x126.banyandb.database.v1.TraceRegistryServiceExistRequest\x1a7.banyandb.database.v1.TraceRegistryServiceExistResponse2\x9c\x06\n" +
-	"\x17PropertyRegistryService\x12\x81\x01\n" +
-	"\x06Create\x12:.banyandb.database.v1.PropertyRegistryServiceCreateRequest\x1a;.banyandb.database.v1.PropertyRegistryServiceCreateResponse\x12\x81\x01\n" +
-	"\x06Update\x12:.banyandb.database.v1.PropertyRegistryServiceUpdateRequest\x1a;.banyandb.database.v1.PropertyRegistryServiceUpdateResponse\x12\x81\x01\n" +
-	"\x06Delete\x12:.banyandb.database.v1.PropertyRegistryServiceDeleteRequest\x1a;.banyandb.database.v1.PropertyRegistryServiceDeleteResponse\x12x\n" +
-	"\x03Get\x127.banyandb.database.v1.PropertyRegistryServiceGetRequest\x1a8.banyandb.database.v1.PropertyRegistryServiceGetResponse\x12{\n" +
-	"\x04List\x128.banyandb.database.v1.PropertyRegistryServiceListRequest\x1a9.banyandb.database.v1.PropertyRegistryServiceListResponse\x12~\n" +
+	"\fhas_property\x18\x02 \x01(\bR\vhasProperty2\xab\a\n" +
+	"\x14GroupRegistryService\x12\x98\x01\n" +
+	"\x06Create\x127.banyandb.database.v1.GroupRegistryServiceCreateRequest\x1a8.banyandb.database.v1.GroupRegistryServiceCreateResponse\"\x1b\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/v1/group/schema\x12\xae\x01\n" +
+	"\x06Update\x127.banyandb.database.v1.GroupRegistryServiceUpdateRequest\x1a8.banyandb.database.v1.GroupRegistryServiceUpdateResponse\"1\x82\xd3\xe4\x93\x02+:\x01*\x1a&/v1/group/schema/{group.metadata.name}\x12\x9d\x01\n" +
+	"\x06Delete\x127.banyandb.database.v1.GroupRegistryServiceDeleteRequest\x1a8.banyandb.database.v1.GroupRegistryServiceDeleteResponse\" \x82\xd3\xe4\x93\x02\x1a*\x18/v1/group/schema/{group}\x12\x94\x01\n" +
+	"\x03Get\x124.banyandb.database.v1.GroupRegistryServiceGetRequest\x1a5.banyandb.database.v1.GroupRegistryServiceGetResponse\" \x82\xd3\xe4\x93\x02\x1a\x12\x18/v1/group/schema/{group}\x12\x95\x01\n" +
+	"\x04List\x125.banyandb.database.v1.GroupRegistryServiceListRequest\x1a6.banyandb.database.v1.GroupRegistryServiceListResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\x12\x16/v1/group/schema/lists\x12x\n" +
+	"\x05Exist\x126.banyandb.database.v1.GroupRegistryServiceExistRequest\x1a7.banyandb.database.v1.GroupRegistryServiceExistResponse2\x90\b\n" +
+	"\x15StreamRegistryService\x12\x9b\x01\n" +
+	"\x06Create\x128.banyandb.database.v1.StreamRegistryServiceCreateRequest\x1a9.banyandb.database.v1.StreamRegistryServiceCreateResponse\"\x1c\x82\xd3\xe4\x93\x02\x16:\x01*\"\x11/v1/stream/schema\x12\xca\x01\n" +
+	"\x06Update\x128.banyandb.database.v1.StreamRegistryServiceUpdateRequest\x1a9.banyandb.database.v1.StreamRegistryServiceUpdateResponse\"K\x82\xd3\xe4\x93\x02E:\x01*\x1a@/v1/stream/schema/{stream.metadata.group}/{stream.metadata.name}\x12\xb9\x01\n" +
+	"\x06Delete\x128.banyandb.database.v1.StreamRegistryServiceDeleteRequest\x1a9.banyandb.database.v1.StreamRegistryServiceDeleteResponse\":\x82\xd3\xe4\x93\x024*2/v1/stream/schema/{metadata.group}/{metadata.name}\x12\xb0\x01\n" +
+	"\x03Get\x125.banyandb.database.v1.StreamRegistryServiceGetRequest\x1a6.banyandb.database.v1.StreamRegistryServiceGetResponse\":\x82\xd3\xe4\x93\x024\x122/v1/stream/schema/{metadata.group}/{metadata.name}\x12\xa0\x01\n" +
+	"\x04List\x126.banyandb.database.v1.StreamRegistryServiceListRequest\x1a7.banyandb.database.v1.StreamRegistryServiceListResponse\"'\x82\xd3\xe4\x93\x02!\x12\x1f/v1/stream/schema/lists/{group}\x12z\n" +
+	"\x05Exist\x127.banyandb.database.v1.StreamRegistryServiceExistRequest\x1a8.banyandb.database.v1.StreamRegistryServiceExistResponse2\xa4\b\n" +
+	"\x16MeasureRegistryService\x12\x9e\x01\n" +
+	"\x06Create\x129.banyandb.database.v1.MeasureRegistryServiceCreateRequest\x1a:.banyandb.database.v1.MeasureRegistryServiceCreateResponse\"\x1d\x82\xd3\xe4\x93\x02\x17:\x01*\"\x12/v1/measure/schema\x12\xcf\x01\n" +
+	"\x06Update\x129.banyandb.database.v1.MeasureRegistryServiceUpdateRequest\x1a:.banyandb.database.v1.MeasureRegistryServiceUpdateResponse\"N\x82\xd3\xe4\x93\x02H:\x01*\x1aC/v1/measure/schema/{measure.metadata.group}/{measure.metadata.name}\x12\xbc\x01\n" +
+	"\x06Delete\x129.banyandb.database.v1.MeasureRegistryServiceDeleteRequest\x1a:.banyandb.database.v1.MeasureRegistryServiceDeleteResponse\";\x82\xd3\xe4\x93\x025*3/v1/measure/schema/{metadata.group}/{metadata.name}\x12\xb3\x01\n" +
+	"\x03Get\x126.banyandb.database.v1.MeasureRegistryServiceGetRequest\x1a7.banyandb.database.v1.MeasureRegistryServiceGetResponse\";\x82\xd3\xe4\x93\x025\x123/v1/measure/schema/{metadata.group}/{metadata.name}\x12\xa3\x01\n" +
+	"\x04List\x127.banyandb.database.v1.MeasureRegistryServiceListRequest\x1a8.banyandb.database.v1.MeasureRegistryServiceListResponse\"(\x82\xd3\xe4\x93\x02\"\x12 /v1/measure/schema/lists/{group}\x12|\n" +
+	"\x05Exist\x128.banyandb.database.v1.MeasureRegistryServiceExistRequest\x1a9.banyandb.database.v1.MeasureRegistryServiceExistResponse2\xd4\b\n" +
+	"\x18IndexRuleRegistryService\x12\xa5\x01\n" +
+	"\x06Create\x12;.banyandb.database.v1.IndexRuleRegistryServiceCreateRequest\x1a<.banyandb.database.v1.IndexRuleRegistryServiceCreateResponse\" \x82\xd3\xe4\x93\x02\x1a:\x01*\"\x15/v1/index-rule/schema\x12\xdc\x01\n" +
+	"\x06Update\x12;.banyandb.database.v1.IndexRuleRegistryServiceUpdateRequest\x1a<.banyandb.database.v1.IndexRuleRegistryServiceUpdateResponse\"W\x82\xd3\xe4\x93\x02Q:\x01*\x1aL/v1/index-rule/schema/{index_rule.metadata.group}/{index_rule.metadata.name}\x12\xc3\x01\n" +
+	"\x06Delete\x12;.banyandb.database.v1.IndexRuleRegistryServiceDeleteRequest\x1a<.banyandb.database.v1.IndexRuleRegistryServiceDeleteResponse\">\x82\xd3\xe4\x93\x028*6/v1/index-rule/schema/{metadata.group}/{metadata.name}\x12\xba\x01\n" +
+	"\x03Get\x128.banyandb.database.v1.IndexRuleRegistryServiceGetRequest\x1a9.banyandb.database.v1.IndexRuleRegistryServiceGetResponse\">\x82\xd3\xe4\x93\x028\x126/v1/index-rule/schema/{metadata.group}/{metadata.name}\x12\xaa\x01\n" +
+	"\x04List\x129.banyandb.database.v1.IndexRuleRegistryServiceListRequest\x1a:.banyandb.database.v1.IndexRuleRegistryServiceListResponse\"+\x82\xd3\xe4\x93\x02%\x12#/v1/index-rule/schema/lists/{group}\x12\x80\x01\n" +
+	"\x05Exist\x12:.banyandb.database.v1.IndexRuleRegistryServiceExistRequest\x1a;.banyandb.database.v1.IndexRuleRegistryServiceExistResponse2\xe7\t\n" +
+	"\x1fIndexRuleBindingRegistryService\x12\xbb\x01\n" +
+	"\x06Create\x12B.banyandb.database.v1.IndexRuleBindingRegistryServiceCreateRequest\x1aC.banyandb.database.v1.IndexRuleBindingRegistryServiceCreateResponse\"(\x82\xd3\xe4\x93\x02\":\x01*\"\x1d/v1/index-rule-binding/schema\x12\x82\x02\n" +
+	"\x06Update\x12B.banyandb.database.v1.IndexRuleBindingRegistryServiceUpdateRequest\x1aC.banyandb.database.v1.IndexRuleBindingRegistryServiceUpdateResponse\"o\x82\xd3\xe4\x93\x02i:\x01*\x1ad/v1/index-rule-binding/schema/{index_rule_binding.metadata.group}/{index_rule_binding.metadata.name}\x12\xd9\x01\n" +
+	"\x06Delete\x12B.banyandb.database.v1.IndexRuleBindingRegistryServiceDeleteRequest\x1aC.banyandb.database.v1.IndexRuleBindingRegistryServiceDeleteResponse\"F\x82\xd3\xe4\x93\x02@*>/v1/index-rule-binding/schema/{metadata.group}/{metadata.name}\x12\xd0\x01\n" +
+	"\x03Get\x12?.banyandb.database.v1.IndexRuleBindingRegistryServiceGetRequest\x1a@.banyandb.database.v1.IndexRuleBindingRegistryServiceGetResponse\"F\x82\xd3\xe4\x93\x02@\x12>/v1/index-rule-binding/schema/{metadata.group}/{metadata.name}\x12\xc0\x01\n" +
+	"\x04List\x12@.banyandb.database.v1.IndexRuleBindingRegistryServiceListRequest\x1aA.banyandb.database.v1.IndexRuleBindingRegistryServiceListResponse\"3\x82\xd3\xe4\x93\x02-\x12+/v1/index-rule-binding/schema/lists/{group}\x12\x8e\x01\n" +
+	"\x05Exist\x12A.banyandb.database.v1.IndexRuleBindingRegistryServiceExistRequest\x1aB.banyandb.database.v1.IndexRuleBindingRegistryServiceExistResponse2\xa6\t\n" +
+	"\x1eTopNAggregationRegistryService\x12\xaf\x01\n" +
+	"\x06Create\x12A.banyandb.database.v1.TopNAggregationRegistryServiceCreateRequest\x1aB.banyandb.database.v1.TopNAggregationRegistryServiceCreateResponse\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/v1/topn-agg/schema\x12\xf4\x01\n" +
+	"\x06Update\x12A.banyandb.database.v1.TopNAggregationRegistryServiceUpdateRequest\x1aB.banyandb.database.v1.TopNAggregationRegistryServiceUpdateResponse\"c\x82\xd3\xe4\x93\x02]:\x01*\x1aX/v1/topn-agg/schema/{top_n_aggregation.metadata.group}/{top_n_aggregation.metadata.name}\x12\xcd\x01\n" +
+	"\x06Delete\x12A.banyandb.database.v1.TopNAggregationRegistryServiceDeleteRequest\x1aB.banyandb.database.v1.TopNAggregationRegistryServiceDeleteResponse\"<\x82\xd3\xe4\x93\x026*4/v1/topn-agg/schema/{metadata.group}/{metadata.name}\x12\xc4\x01\n" +
+	"\x03Get\x12>.banyandb.database.v1.TopNAggregationRegistryServiceGetRequest\x1a?.banyandb.database.v1.TopNAggregationRegistryServiceGetResponse\"<\x82\xd3\xe4\x93\x026\x124/v1/topn-agg/schema/{metadata.group}/{metadata.name}\x12\xb4\x01\n" +
+	"\x04List\x12?.banyandb.database.v1.TopNAggregationRegistryServiceListRequest\x1a@.banyandb.database.v1.TopNAggregationRegistryServiceListResponse\")\x82\xd3\xe4\x93\x02#\x12!/v1/topn-agg/schema/lists/{group}\x12\x8c\x01\n" +
+	"\x05Exist\x12@.banyandb.database.v1.TopNAggregationRegistryServiceExistRequest\x1aA.banyandb.database.v1.TopNAggregationRegistryServiceExistResponse2\xfc\a\n" +
+	"\x14TraceRegistryService\x12\x98\x01\n" +
+	"\x06Create\x127.banyandb.database.v1.TraceRegistryServiceCreateRequest\x1a8.banyandb.database.v1.TraceRegistryServiceCreateResponse\"\x1b\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/v1/trace/schema\x12\xc5\x01\n" +
+	"\x06Update\x127.banyandb.database.v1.TraceRegistryServiceUpdateRequest\x1a8.banyandb.database.v1.TraceRegistryServiceUpdateResponse\"H\x82\xd3\xe4\x93\x02B:\x01*\x1a=/v1/trace/schema/{trace.metadata.group}/{trace.metadata.name}\x12\xb6\x01\n" +
+	"\x06Delete\x127.banyandb.database.v1.TraceRegistryServiceDeleteRequest\x1a8.banyandb.database.v1.TraceRegistryServiceDeleteResponse\"9\x82\xd3\xe4\x93\x023*1/v1/trace/schema/{metadata.group}/{metadata.name}\x12\xad\x01\n" +
+	"\x03Get\x124.banyandb.database.v1.TraceRegistryServiceGetRequest\x1a5.banyandb.database.v1.TraceRegistryServiceGetResponse\"9\x82\xd3\xe4\x93\x023\x121/v1/trace/schema/{metadata.group}/{metadata.name}\x12\x9d\x01\n" +
+	"\x04List\x125.banyandb.database.v1.TraceRegistryServiceListRequest\x1a6.banyandb.database.v1.TraceRegistryServiceListResponse\"&\x82\xd3\xe4\x93\x02 \x12\x1e/v1/trace/schema/lists/{group}\x12x\n" +
+	"\x05Exist\x126.banyandb.database.v1.TraceRegistryServiceExistRequest\x1a7.banyandb.database.v1.TraceRegistryServiceExistResponse2\xb8\b\n" +
+	"\x17PropertyRegistryService\x12\xa1\x01\n" +
+	"\x06Create\x12:.banyandb.database.v1.PropertyRegistryServiceCreateRequest\x1a;.banyandb.database.v1.PropertyRegistryServiceCreateResponse\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/v1/property/schema\x12\xd4\x01\n" +
+	"\x06Update\x12:.banyandb.database.v1.PropertyRegistryServiceUpdateRequest\x1a;.banyandb.database.v1.PropertyRegistryServiceUpdateResponse\"Q\x82\xd3\xe4\x93\x02K:\x01*\x1aF/v1/property/schema/{property.metadata.group}/{property.metadata.name}\x12\xbf\x01\n" +
+	"\x06Delete\x12:.banyandb.database.v1.PropertyRegistryServiceDeleteRequest\x1a;.banyandb.database.v1.PropertyRegistryServiceDeleteResponse\"<\x82\xd3\xe4\x93\x026*4/v1/property/schema/{metadata.group}/{metadata.name}\x12\xb6\x01\n" +
+	"\x03Get\x127.banyandb.database.v1.PropertyRegistryServiceGetRequest\x1a8.banyandb.database.v1.PropertyRegistryServiceGetResponse\"<\x82\xd3\xe4\x93\x026\x124/v1/property/schema/{metadata.group}/{metadata.name}\x12\xa6\x01\n" +
+	"\x04List\x128.banyandb.database.v1.PropertyRegistryServiceListRequest\x1a9.banyandb.database.v1.PropertyRegistryServiceListResponse\")\x82\xd3\xe4\x93\x02#\x12!/v1/property/schema/lists/{group}\x12~\n" +
 	"\x05Exist\x129.banyandb.database.v1.PropertyRegistryServiceExistRequest\x1a:.banyandb.database.v1.PropertyRegistryServiceExistResponseB>Z<github.com/banyand-io/banyand/api/proto/banyandb/database/v1b\x06proto3"
 
 var (

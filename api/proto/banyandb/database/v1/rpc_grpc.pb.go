@@ -38,6 +38,7 @@ type GroupRegistryServiceClient interface {
 	Delete(ctx context.Context, in *GroupRegistryServiceDeleteRequest, opts ...grpc.CallOption) (*GroupRegistryServiceDeleteResponse, error)
 	Get(ctx context.Context, in *GroupRegistryServiceGetRequest, opts ...grpc.CallOption) (*GroupRegistryServiceGetResponse, error)
 	List(ctx context.Context, in *GroupRegistryServiceListRequest, opts ...grpc.CallOption) (*GroupRegistryServiceListResponse, error)
+	// Exist has no HTTP route, as in BanyanDB.
 	Exist(ctx context.Context, in *GroupRegistryServiceExistRequest, opts ...grpc.CallOption) (*GroupRegistryServiceExistResponse, error)
 }
 
@@ -118,6 +119,7 @@ type GroupRegistryServiceServer interface {
 	Delete(context.Context, *GroupRegistryServiceDeleteRequest) (*GroupRegistryServiceDeleteResponse, error)
 	Get(context.Context, *GroupRegistryServiceGetRequest) (*GroupRegistryServiceGetResponse, error)
 	List(context.Context, *GroupRegistryServiceListRequest) (*GroupRegistryServiceListResponse, error)
+	// Exist has no HTTP route, as in BanyanDB.
 	Exist(context.Context, *GroupRegistryServiceExistRequest) (*GroupRegistryServiceExistResponse, error)
 	mustEmbedUnimplementedGroupRegistryServiceServer()
 }
@@ -330,6 +332,7 @@ type StreamRegistryServiceClient interface {
 	Delete(ctx context.Context, in *StreamRegistryServiceDeleteRequest, opts ...grpc.CallOption) (*StreamRegistryServiceDeleteResponse, error)
 	Get(ctx context.Context, in *StreamRegistryServiceGetRequest, opts ...grpc.CallOption) (*StreamRegistryServiceGetResponse, error)
 	List(ctx context.Context, in *StreamRegistryServiceListRequest, opts ...grpc.CallOption) (*StreamRegistryServiceListResponse, error)
+	// Exist has no HTTP route, as in BanyanDB.
 	Exist(ctx context.Context, in *StreamRegistryServiceExistRequest, opts ...grpc.CallOption) (*StreamRegistryServiceExistResponse, error)
 }
 
@@ -410,6 +413,7 @@ type StreamRegistryServiceServer interface {
 	Delete(context.Context, *StreamRegistryServiceDeleteRequest) (*StreamRegistryServiceDeleteResponse, error)
 	Get(context.Context, *StreamRegistryServiceGetRequest) (*StreamRegistryServiceGetResponse, error)
 	List(context.Context, *StreamRegistryServiceListRequest) (*StreamRegistryServiceListResponse, error)
+	// Exist has no HTTP route, as in BanyanDB.
 	Exist(context.Context, *StreamRegistryServiceExistRequest) (*StreamRegistryServiceExistResponse, error)
 	mustEmbedUnimplementedStreamRegistryServiceServer()
 }
@@ -622,6 +626,7 @@ type MeasureRegistryServiceClient interface {
 	Delete(ctx context.Context, in *MeasureRegistryServiceDeleteRequest, opts ...grpc.CallOption) (*MeasureRegistryServiceDeleteResponse, error)
 	Get(ctx context.Context, in *MeasureRegistryServiceGetRequest, opts ...grpc.CallOption) (*MeasureRegistryServiceGetResponse, error)
 	List(ctx context.Context, in *MeasureRegistryServiceListRequest, opts ...grpc.CallOption) (*MeasureRegistryServiceListResponse, error)
+	// Exist has no HTTP route, as in BanyanDB.
 	Exist(ctx context.Context, in *MeasureRegistryServiceExistRequest, opts ...grpc.CallOption) (*MeasureRegistryServiceExistResponse, error)
 }
 
@@ -702,6 +707,7 @@ type MeasureRegistryServiceServer interface {
 	Delete(context.Context, *MeasureRegistryServiceDeleteRequest) (*MeasureRegistryServiceDeleteResponse, error)
 	Get(context.Context, *MeasureRegistryServiceGetRequest) (*MeasureRegistryServiceGetResponse, error)
 	List(context.Context, *MeasureRegistryServiceListRequest) (*MeasureRegistryServiceListResponse, error)
+	// Exist has no HTTP route, as in BanyanDB.
 	Exist(context.Context, *MeasureRegistryServiceExistRequest) (*MeasureRegistryServiceExistResponse, error)
 	mustEmbedUnimplementedMeasureRegistryServiceServer()
 }
@@ -915,6 +921,7 @@ type IndexRuleRegistryServiceClient interface {
 	Delete(ctx context.Context, in *IndexRuleRegistryServiceDeleteRequest, opts ...grpc.CallOption) (*IndexRuleRegistryServiceDeleteResponse, error)
 	Get(ctx context.Context, in *IndexRuleRegistryServiceGetRequest, opts ...grpc.CallOption) (*IndexRuleRegistryServiceGetResponse, error)
 	List(ctx context.Context, in *IndexRuleRegistryServiceListRequest, opts ...grpc.CallOption) (*IndexRuleRegistryServiceListResponse, error)
+	// Exist has no HTTP route, as in BanyanDB.
 	Exist(ctx context.Context, in *IndexRuleRegistryServiceExistRequest, opts ...grpc.CallOption) (*IndexRuleRegistryServiceExistResponse, error)
 }
 
@@ -995,6 +1002,7 @@ type IndexRuleRegistryServiceServer interface {
 	Delete(context.Context, *IndexRuleRegistryServiceDeleteRequest) (*IndexRuleRegistryServiceDeleteResponse, error)
 	Get(context.Context, *IndexRuleRegistryServiceGetRequest) (*IndexRuleRegistryServiceGetResponse, error)
 	List(context.Context, *IndexRuleRegistryServiceListRequest) (*IndexRuleRegistryServiceListResponse, error)
+	// Exist has no HTTP route, as in BanyanDB.
 	Exist(context.Context, *IndexRuleRegistryServiceExistRequest) (*IndexRuleRegistryServiceExistResponse, error)
 	mustEmbedUnimplementedIndexRuleRegistryServiceServer()
 }
@@ -1208,6 +1216,7 @@ type IndexRuleBindingRegistryServiceClient interface {
 	Delete(ctx context.Context, in *IndexRuleBindingRegistryServiceDeleteRequest, opts ...grpc.CallOption) (*IndexRuleBindingRegistryServiceDeleteResponse, error)
 	Get(ctx context.Context, in *IndexRuleBindingRegistryServiceGetRequest, opts ...grpc.CallOption) (*IndexRuleBindingRegistryServiceGetResponse, error)
 	List(ctx context.Context, in *IndexRuleBindingRegistryServiceListRequest, opts ...grpc.CallOption) (*IndexRuleBindingRegistryServiceListResponse, error)
+	// Exist has no HTTP route, as in BanyanDB.
 	Exist(ctx context.Context, in *IndexRuleBindingRegistryServiceExistRequest, opts ...grpc.CallOption) (*IndexRuleBindingRegistryServiceExistResponse, error)
 }
 
@@ -1288,6 +1297,7 @@ type IndexRuleBindingRegistryServiceServer interface {
 	Delete(context.Context, *IndexRuleBindingRegistryServiceDeleteRequest) (*IndexRuleBindingRegistryServiceDeleteResponse, error)
 	Get(context.Context, *IndexRuleBindingRegistryServiceGetRequest) (*IndexRuleBindingRegistryServiceGetResponse, error)
 	List(context.Context, *IndexRuleBindingRegistryServiceListRequest) (*IndexRuleBindingRegistryServiceListResponse, error)
+	// Exist has no HTTP route, as in BanyanDB.
 	Exist(context.Context, *IndexRuleBindingRegistryServiceExistRequest) (*IndexRuleBindingRegistryServiceExistResponse, error)
 	mustEmbedUnimplementedIndexRuleBindingRegistryServiceServer()
 }
@@ -1501,6 +1511,7 @@ type TopNAggregationRegistryServiceClient interface {
 	Delete(ctx context.Context, in *TopNAggregationRegistryServiceDeleteRequest, opts ...grpc.CallOption) (*TopNAggregationRegistryServiceDeleteResponse, error)
 	Get(ctx context.Context, in *TopNAggregationRegistryServiceGetRequest, opts ...grpc.CallOption) (*TopNAggregationRegistryServiceGetResponse, error)
 	List(ctx context.Context, in *TopNAggregationRegistryServiceListRequest, opts ...grpc.CallOption) (*TopNAggregationRegistryServiceListResponse, error)
+	// Exist has no HTTP route, as in BanyanDB.
 	Exist(ctx context.Context, in *TopNAggregationRegistryServiceExistRequest, opts ...grpc.CallOption) (*TopNAggregationRegistryServiceExistResponse, error)
 }
 
@@ -1581,6 +1592,7 @@ type TopNAggregationRegistryServiceServer interface {
 	Delete(context.Context, *TopNAggregationRegistryServiceDeleteRequest) (*TopNAggregationRegistryServiceDeleteResponse, error)
 	Get(context.Context, *TopNAggregationRegistryServiceGetRequest) (*TopNAggregationRegistryServiceGetResponse, error)
 	List(context.Context, *TopNAggregationRegistryServiceListRequest) (*TopNAggregationRegistryServiceListResponse, error)
+	// Exist has no HTTP route, as in BanyanDB.
 	Exist(context.Context, *TopNAggregationRegistryServiceExistRequest) (*TopNAggregationRegistryServiceExistResponse, error)
 	mustEmbedUnimplementedTopNAggregationRegistryServiceServer()
 }
@@ -1794,6 +1806,7 @@ type TraceRegistryServiceClient interface {
 	Delete(ctx context.Context, in *TraceRegistryServiceDeleteRequest, opts ...grpc.CallOption) (*TraceRegistryServiceDeleteResponse, error)
 	Get(ctx context.Context, in *TraceRegistryServiceGetRequest, opts ...grpc.CallOption) (*TraceRegistryServiceGetResponse, error)
 	List(ctx context.Context, in *TraceRegistryServiceListRequest, opts ...grpc.CallOption) (*TraceRegistryServiceListResponse, error)
+	// Exist has no HTTP route, as in BanyanDB.
 	Exist(ctx context.Context, in *TraceRegistryServiceExistRequest, opts ...grpc.CallOption) (*TraceRegistryServiceExistResponse, error)
 }
 
@@ -1874,6 +1887,7 @@ type TraceRegistryServiceServer interface {
 	Delete(context.Context, *TraceRegistryServiceDeleteRequest) (*TraceRegistryServiceDeleteResponse, error)
 	Get(context.Context, *TraceRegistryServiceGetRequest) (*TraceRegistryServiceGetResponse, error)
 	List(context.Context, *TraceRegistryServiceListRequest) (*TraceRegistryServiceListResponse, error)
+	// Exist has no HTTP route, as in BanyanDB.
 	Exist(context.Context, *TraceRegistryServiceExistRequest) (*TraceRegistryServiceExistResponse, error)
 	mustEmbedUnimplementedTraceRegistryServiceServer()
 }
@@ -2086,6 +2100,7 @@ type PropertyRegistryServiceClient interface {
 	Delete(ctx context.Context, in *PropertyRegistryServiceDeleteRequest, opts ...grpc.CallOption) (*PropertyRegistryServiceDeleteResponse, error)
 	Get(ctx context.Context, in *PropertyRegistryServiceGetRequest, opts ...grpc.CallOption) (*PropertyRegistryServiceGetResponse, error)
 	List(ctx context.Context, in *PropertyRegistryServiceListRequest, opts ...grpc.CallOption) (*PropertyRegistryServiceListResponse, error)
+	// Exist has no HTTP route, as in BanyanDB.
 	Exist(ctx context.Context, in *PropertyRegistryServiceExistRequest, opts ...grpc.CallOption) (*PropertyRegistryServiceExistResponse, error)
 }
 
@@ -2166,6 +2181,7 @@ type PropertyRegistryServiceServer interface {
 	Delete(context.Context, *PropertyRegistryServiceDeleteRequest) (*PropertyRegistryServiceDeleteResponse, error)
 	Get(context.Context, *PropertyRegistryServiceGetRequest) (*PropertyRegistryServiceGetResponse, error)
 	List(context.Context, *PropertyRegistryServiceListRequest) (*PropertyRegistryServiceListResponse, error)
+	// Exist has no HTTP route, as in BanyanDB.
 	Exist(context.Context, *PropertyRegistryServiceExistRequest) (*PropertyRegistryServiceExistResponse, error)
 	mustEmbedUnimplementedPropertyRegistryServiceServer()
 }

@@ -9,6 +9,7 @@
 package v1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -26,24 +27,29 @@ var File_banyandb_measure_v1_rpc_proto protoreflect.FileDescriptor
 
 const file_banyandb_measure_v1_rpc_proto_rawDesc = "" +
 	"\n" +
-	"\x1dbanyandb/measure/v1/rpc.proto\x12\x13banyandb.measure.v1\x1a\x1fbanyandb/measure/v1/query.proto\x1a\x1fbanyandb/measure/v1/write.proto2\xb4\x01\n" +
-	"\x0eMeasureService\x12N\n" +
-	"\x05Query\x12!.banyandb.measure.v1.QueryRequest\x1a\".banyandb.measure.v1.QueryResponse\x12R\n" +
-	"\x05Write\x12!.banyandb.measure.v1.WriteRequest\x1a\".banyandb.measure.v1.WriteResponse(\x010\x01B=Z;github.com/banyand-io/banyand/api/proto/banyandb/measure/v1b\x06proto3"
+	"\x1dbanyandb/measure/v1/rpc.proto\x12\x13banyandb.measure.v1\x1a\x1fbanyandb/measure/v1/query.proto\x1a\x1ebanyandb/measure/v1/topn.proto\x1a\x1fbanyandb/measure/v1/write.proto\x1a\x1cgoogle/api/annotations.proto2\xbb\x02\n" +
+	"\x0eMeasureService\x12k\n" +
+	"\x05Query\x12!.banyandb.measure.v1.QueryRequest\x1a\".banyandb.measure.v1.QueryResponse\"\x1b\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/v1/measure/data\x12R\n" +
+	"\x05Write\x12!.banyandb.measure.v1.WriteRequest\x1a\".banyandb.measure.v1.WriteResponse(\x010\x01\x12h\n" +
+	"\x04TopN\x12 .banyandb.measure.v1.TopNRequest\x1a!.banyandb.measure.v1.TopNResponse\"\x1b\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/v1/measure/topnB=Z;github.com/banyand-io/banyand/api/proto/banyandb/measure/v1b\x06proto3"
 
 var file_banyandb_measure_v1_rpc_proto_goTypes = []any{
 	(*QueryRequest)(nil),  // 0: banyandb.measure.v1.QueryRequest
 	(*WriteRequest)(nil),  // 1: banyandb.measure.v1.WriteRequest
-	(*QueryResponse)(nil), // 2: banyandb.measure.v1.QueryResponse
-	(*WriteResponse)(nil), // 3: banyandb.measure.v1.WriteResponse
+	(*TopNRequest)(nil),   // 2: banyandb.measure.v1.TopNRequest
+	(*QueryResponse)(nil), // 3: banyandb.measure.v1.QueryResponse
+	(*WriteResponse)(nil), // 4: banyandb.measure.v1.WriteResponse
+	(*TopNResponse)(nil),  // 5: banyandb.measure.v1.TopNResponse
 }
 var file_banyandb_measure_v1_rpc_proto_depIdxs = []int32{
 	0, // 0: banyandb.measure.v1.MeasureService.Query:input_type -> banyandb.measure.v1.QueryRequest
 	1, // 1: banyandb.measure.v1.MeasureService.Write:input_type -> banyandb.measure.v1.WriteRequest
-	2, // 2: banyandb.measure.v1.MeasureService.Query:output_type -> banyandb.measure.v1.QueryResponse
-	3, // 3: banyandb.measure.v1.MeasureService.Write:output_type -> banyandb.measure.v1.WriteResponse
-	2, // [2:4] is the sub-list for method output_type
-	0, // [0:2] is the sub-list for method input_type
+	2, // 2: banyandb.measure.v1.MeasureService.TopN:input_type -> banyandb.measure.v1.TopNRequest
+	3, // 3: banyandb.measure.v1.MeasureService.Query:output_type -> banyandb.measure.v1.QueryResponse
+	4, // 4: banyandb.measure.v1.MeasureService.Write:output_type -> banyandb.measure.v1.WriteResponse
+	5, // 5: banyandb.measure.v1.MeasureService.TopN:output_type -> banyandb.measure.v1.TopNResponse
+	3, // [3:6] is the sub-list for method output_type
+	0, // [0:3] is the sub-list for method input_type
 	0, // [0:0] is the sub-list for extension type_name
 	0, // [0:0] is the sub-list for extension extendee
 	0, // [0:0] is the sub-list for field type_name
@@ -55,6 +61,7 @@ func file_banyandb_measure_v1_rpc_proto_init() {
 		return
 	}
 	file_banyandb_measure_v1_query_proto_init()
+	file_banyandb_measure_v1_topn_proto_init()
 	file_banyandb_measure_v1_write_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -23,6 +23,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	MeasureService_Query_FullMethodName = "/banyandb.measure.v1.MeasureService/Query"
 	MeasureService_Write_FullMethodName = "/banyandb.measure.v1.MeasureService/Write"
+	MeasureService_TopN_FullMethodName  = "/banyandb.measure.v1.MeasureService/TopN"
 )
 
 // MeasureServiceClient is the client API for MeasureService service.
@@ -30,8 +31,10 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type MeasureServiceClient interface {
 	Query(ctx context.Context, in *QueryRequest, opts ...grpc.CallOption) (*QueryResponse, error)
-	// Write is a long-lived stream: every request is answered by message_id.
+	// Write is a long-lived stream, gRPC only: every request is answered by message_id.
 	Write(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WriteRequest, WriteResponse], error)
+	// TopN ranks the series of a TopNAggregation's source measure.
+	TopN(ctx context.Context, in *TopNRequest, opts ...grpc.CallOption) (*TopNResponse, error)
 }
 
 type measureServiceClient struct {
@@ -65,13 +68,25 @@ func (c *measureServiceClient) Write(ctx context.Context, opts ...grpc.CallOptio
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type MeasureService_WriteClient = grpc.BidiStreamingClient[WriteRequest, WriteResponse]
 
+func (c *measureServiceClient) TopN(ctx context.Context, in *TopNRequest, opts ...grpc.CallOption) (*TopNResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TopNResponse)
+	err := c.cc.Invoke(ctx, MeasureService_TopN_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MeasureServiceServer is the server API for MeasureService service.
 // All implementations must embed UnimplementedMeasureServiceServer
 // for forward compatibility.
 type MeasureServiceServer interface {
 	Query(context.Context, *QueryRequest) (*QueryResponse, error)
-	// Write is a long-lived stream: every request is answered by message_id.
+	// Write is a long-lived stream, gRPC only: every request is answered by message_id.
 	Write(grpc.BidiStreamingServer[WriteRequest, WriteResponse]) error
+	// TopN ranks the series of a TopNAggregation's source measure.
+	TopN(context.Context, *TopNRequest) (*TopNResponse, error)
 	mustEmbedUnimplementedMeasureServiceServer()
 }
 
@@ -87,6 +102,9 @@ func (UnimplementedMeasureServiceServer) Query(context.Context, *QueryRequest) (
 }
 func (UnimplementedMeasureServiceServer) Write(grpc.BidiStreamingServer[WriteRequest, WriteResponse]) error {
 	return status.Error(codes.Unimplemented, "method Write not implemented")
+}
+func (UnimplementedMeasureServiceServer) TopN(context.Context, *TopNRequest) (*TopNResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TopN not implemented")
 }
 func (UnimplementedMeasureServiceServer) mustEmbedUnimplementedMeasureServiceServer() {}
 func (UnimplementedMeasureServiceServer) testEmbeddedByValue()                        {}
@@ -134,6 +152,24 @@ func _MeasureService_Write_Handler(srv interface{}, stream grpc.ServerStream) er
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type MeasureService_WriteServer = grpc.BidiStreamingServer[WriteRequest, WriteResponse]
 
+func _MeasureService_TopN_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TopNRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MeasureServiceServer).TopN(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MeasureService_TopN_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MeasureServiceServer).TopN(ctx, req.(*TopNRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MeasureService_ServiceDesc is the grpc.ServiceDesc for MeasureService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -144,6 +180,10 @@ var MeasureService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Query",
 			Handler:    _MeasureService_Query_Handler,
+		},
+		{
+			MethodName: "TopN",
+			Handler:    _MeasureService_TopN_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -11,6 +11,7 @@ package v1
 import (
 	v11 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	v1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -501,7 +502,7 @@ var File_banyandb_property_v1_rpc_proto protoreflect.FileDescriptor
 
 const file_banyandb_property_v1_rpc_proto_rawDesc = "" +
 	"\n" +
-	"\x1ebanyandb/property/v1/rpc.proto\x12\x14banyandb.property.v1\x1a\x1ebanyandb/common/v1/trace.proto\x1a\x1dbanyandb/model/v1/query.proto\x1a#banyandb/property/v1/property.proto\"\xe3\x01\n" +
+	"\x1ebanyandb/property/v1/rpc.proto\x12\x14banyandb.property.v1\x1a\x1ebanyandb/common/v1/trace.proto\x1a\x1dbanyandb/model/v1/query.proto\x1a#banyandb/property/v1/property.proto\x1a\x1cgoogle/api/annotations.proto\"\xe3\x01\n" +
 	"\fApplyRequest\x12:\n" +
 	"\bproperty\x18\x01 \x01(\v2\x1e.banyandb.property.v1.PropertyR\bproperty\x12G\n" +
 	"\bstrategy\x18\x02 \x01(\x0e2+.banyandb.property.v1.ApplyRequest.StrategyR\bstrategy\"N\n" +
@@ -535,11 +536,11 @@ const file_banyandb_property_v1_rpc_proto_rawDesc = "" +
 	"\n" +
 	"properties\x18\x01 \x03(\v2\x1e.banyandb.property.v1.PropertyR\n" +
 	"properties\x12/\n" +
-	"\x05trace\x18\x02 \x01(\v2\x19.banyandb.common.v1.TraceR\x05trace2\x8a\x02\n" +
-	"\x0fPropertyService\x12P\n" +
-	"\x05Apply\x12\".banyandb.property.v1.ApplyRequest\x1a#.banyandb.property.v1.ApplyResponse\x12S\n" +
-	"\x06Delete\x12#.banyandb.property.v1.DeleteRequest\x1a$.banyandb.property.v1.DeleteResponse\x12P\n" +
-	"\x05Query\x12\".banyandb.property.v1.QueryRequest\x1a#.banyandb.property.v1.QueryResponseB>Z<github.com/banyand-io/banyand/api/proto/banyandb/property/v1b\x06proto3"
+	"\x05trace\x18\x02 \x01(\v2\x19.banyandb.common.v1.TraceR\x05trace2\xbe\x03\n" +
+	"\x0fPropertyService\x12\xaf\x01\n" +
+	"\x05Apply\x12\".banyandb.property.v1.ApplyRequest\x1a#.banyandb.property.v1.ApplyResponse\"]\x82\xd3\xe4\x93\x02W:\x01*\x1aR/v1/property/data/{property.metadata.group}/{property.metadata.name}/{property.id}\x12\x82\x01\n" +
+	"\x06Delete\x12#.banyandb.property.v1.DeleteRequest\x1a$.banyandb.property.v1.DeleteResponse\"-\x82\xd3\xe4\x93\x02'*%/v1/property/data/{group}/{name}/{id}\x12t\n" +
+	"\x05Query\x12\".banyandb.property.v1.QueryRequest\x1a#.banyandb.property.v1.QueryResponse\"\"\x82\xd3\xe4\x93\x02\x1c:\x01*\"\x17/v1/property/data/queryB>Z<github.com/banyand-io/banyand/api/proto/banyandb/property/v1b\x06proto3"
 
 var (
 	file_banyandb_property_v1_rpc_proto_rawDescOnce sync.Once

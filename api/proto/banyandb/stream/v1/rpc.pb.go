@@ -9,6 +9,7 @@
 package v1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -26,9 +27,9 @@ var File_banyandb_stream_v1_rpc_proto protoreflect.FileDescriptor
 
 const file_banyandb_stream_v1_rpc_proto_rawDesc = "" +
 	"\n" +
-	"\x1cbanyandb/stream/v1/rpc.proto\x12\x12banyandb.stream.v1\x1a\x1ebanyandb/stream/v1/query.proto\x1a\x1ebanyandb/stream/v1/write.proto2\xaf\x01\n" +
-	"\rStreamService\x12L\n" +
-	"\x05Query\x12 .banyandb.stream.v1.QueryRequest\x1a!.banyandb.stream.v1.QueryResponse\x12P\n" +
+	"\x1cbanyandb/stream/v1/rpc.proto\x12\x12banyandb.stream.v1\x1a\x1ebanyandb/stream/v1/query.proto\x1a\x1ebanyandb/stream/v1/write.proto\x1a\x1cgoogle/api/annotations.proto2\xcb\x01\n" +
+	"\rStreamService\x12h\n" +
+	"\x05Query\x12 .banyandb.stream.v1.QueryRequest\x1a!.banyandb.stream.v1.QueryResponse\"\x1a\x82\xd3\xe4\x93\x02\x14:\x01*\"\x0f/v1/stream/data\x12P\n" +
 	"\x05Write\x12 .banyandb.stream.v1.WriteRequest\x1a!.banyandb.stream.v1.WriteResponse(\x010\x01B<Z:github.com/banyand-io/banyand/api/proto/banyandb/stream/v1b\x06proto3"
 
 var file_banyandb_stream_v1_rpc_proto_goTypes = []any{

@@ -30,7 +30,7 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type StreamServiceClient interface {
 	Query(ctx context.Context, in *QueryRequest, opts ...grpc.CallOption) (*QueryResponse, error)
-	// Write is a long-lived stream: every request is answered by message_id.
+	// Write is a long-lived stream, gRPC only: every request is answered by message_id.
 	Write(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WriteRequest, WriteResponse], error)
 }
 
@@ -70,7 +70,7 @@ type StreamService_WriteClient = grpc.BidiStreamingClient[WriteRequest, WriteRes
 // for forward compatibility.
 type StreamServiceServer interface {
 	Query(context.Context, *QueryRequest) (*QueryResponse, error)
-	// Write is a long-lived stream: every request is answered by message_id.
+	// Write is a long-lived stream, gRPC only: every request is answered by message_id.
 	Write(grpc.BidiStreamingServer[WriteRequest, WriteResponse]) error
 	mustEmbedUnimplementedStreamServiceServer()
 }

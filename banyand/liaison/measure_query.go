@@ -1,0 +1,175 @@
+package liaison
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
+	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
+	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
+	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
+	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	"github.com/banyand-io/banyand/banyand/schema"
+	"github.com/banyand-io/banyand/pkg/queue"
+)
+
+// Query implements MeasureService.Query.
+func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest) (*measurev1.QueryResponse, error) {
+	if err := checkQuery(req.GetGroups(), req.GetName(), req.GetTimeRange(), req.GetCriteria(), req.GetOffset(), req.GetLimit()); err != nil {
+		return nil, err
+	}
+	snap := s.schema.snapshot()
+	var shape *shaping
+	nodeReq := req
+	if needsShaping(req) {
+		defs := make([]*databasev1.Measure, 0, len(req.GetGroups()))
+		for _, g := range req.GetGroups() {
+			if l := snap.measures[nameKey{Group: g, Name: req.GetName()}]; l != nil {
+				defs = append(defs, l.schema)
+			}
+		}
+		var err error
+		if shape, err = newShaping(req, defs); err != nil {
+			return nil, err
+		}
+		nodeReq = shape.nodeRequest(req)
+	}
+	// Ordered by an index rule: each group's rule tag, projected too so
+	// that the answers merge by it (cut again from the answer below).
+	rule := req.GetOrderBy().GetIndexRuleName()
+	orderTags := map[string][2]string{} // group → (family, tag)
+	if rule != "" {
+		for _, g := range req.GetGroups() {
+			l := snap.measures[nameKey{Group: g, Name: req.GetName()}]
+			if l == nil {
+				return nil, status.Errorf(codes.NotFound, "measure %s/%s does not exist", g, req.GetName())
+			}
+			tag, err := s.schema.orderTag(g, req.GetName(), commonv1.Catalog_CATALOG_MEASURE, rule)
+			if err != nil {
+				return nil, err
+			}
+			fam, ok := familyOf(l.schema, tag)
+			if !ok {
+				return nil, status.Errorf(codes.InvalidArgument, "order_by: index rule %s/%s names tag %q, which measure %s lacks", g, rule, tag, req.GetName())
+			}
+			orderTags[g] = [2]string{fam, tag}
+			if nodeReq == req {
+				nodeReq = proto.CloneOf(req)
+			}
+			nodeReq.TagProjection = projectTag(nodeReq.TagProjection, fam, tag)
+		}
+	}
+	points, err := s.gather(ctx, snap, nodeReq, orderTags, shape != nil)
+	if err != nil {
+		return nil, err
+	}
+	if shape != nil {
+		shaped, err := shape.apply(req, points)
+		if err != nil {
+			return nil, err
+		}
+		return &measurev1.QueryResponse{DataPoints: shaped}, nil
+	}
+	points = page(points, req.GetOffset(), req.GetLimit(), schema.DefaultMeasureLimit)
+	if rule != "" {
+		for i := range points {
+			points[i] = project(req, points[i]) // the order tag only if asked for
+		}
+	}
+	return &measurev1.QueryResponse{DataPoints: points}, nil
+}
+
+// gather asks every data node holding the groups of req for its points
+// and returns them with copies removed, in the query's order: by time, or
+// by the order tag of each group (orderTags) first. whole says the caller
+// needs every point of the range (group by, aggregation, top N): a node
+// answering the most a query may ask fails the query rather than leave
+// points out.
+func (s *MeasureService) gather(ctx context.Context, snap *schemaSnapshot, req *measurev1.QueryRequest,
+	orderTags map[string][2]string, whole bool,
+) ([]*measurev1.DataPoint, error) {
+	type seriesTime struct {
+		group string
+		sid   uint64
+		ts    int64
+	}
+	latest := map[seriesTime]*measurev1.DataPoint{}
+	for _, g := range req.GetGroups() {
+		l := snap.measures[nameKey{Group: g, Name: req.GetName()}]
+		if l == nil {
+			return nil, status.Errorf(codes.NotFound, "measure %s/%s does not exist", g, req.GetName())
+		}
+		one := proto.CloneOf(req)
+		one.Groups = []string{g}
+		if err := s.schema.withAnalyzers(g, req.GetName(), commonv1.Catalog_CATALOG_MEASURE, one.GetCriteria()); err != nil {
+			return nil, err
+		}
+		payload, err := proto.Marshal(&clusterv1.MeasureQuery{Request: one, Schema: l.schema, OrderTag: orderTags[g][1]})
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "encode query: %v", err)
+		}
+		replies, err := s.query.scatter(ctx, queue.TopicMeasureQuery, g, payload)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range replies {
+			var resp measurev1.QueryResponse
+			if err := proto.Unmarshal(r, &resp); err != nil {
+				return nil, status.Errorf(codes.Internal, "decode a data node's answer: %v", err)
+			}
+			if whole && len(resp.GetDataPoints()) >= int(schema.MaxQueryWindow) {
+				return nil, status.Errorf(codes.InvalidArgument, "group_by/agg/top over more than %d data points of group %q on one data node; "+
+					"narrow the time range or the criteria", schema.MaxQueryWindow, g)
+			}
+			for _, dp := range resp.GetDataPoints() {
+				// A point is identified by its series and time; of two
+				// copies the higher version wins, as in storage.
+				k := seriesTime{g, dp.GetSid(), dp.GetTimestamp().AsTime().UnixNano()}
+				if prev, ok := latest[k]; !ok || dp.GetVersion() > prev.GetVersion() {
+					latest[k] = dp
+				}
+			}
+		}
+	}
+	type keyed struct {
+		k   seriesTime
+		dp  *measurev1.DataPoint
+		key *modelv1.TagValue // the order tag's value, when ordering by an index rule
+	}
+	all := make([]keyed, 0, len(latest))
+	for k, dp := range latest {
+		kd := keyed{k: k, dp: dp}
+		if ft, ok := orderTags[k.group]; ok {
+			kd.key = pointTag(dp, ft[0], ft[1])
+		}
+		all = append(all, kd)
+	}
+	desc := req.GetOrderBy().GetSort() == modelv1.Sort_SORT_DESC
+	byTime := timeOrder(desc)
+	byKey := len(orderTags) > 0
+	slices.SortFunc(all, func(a, b keyed) int {
+		if byKey {
+			c := schema.CompareTagKeys(a.key, b.key)
+			if desc {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		if c := byTime(a.k.ts, b.k.ts); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.k.group, b.k.group), cmp.Compare(a.k.sid, b.k.sid))
+	})
+	out := make([]*measurev1.DataPoint, len(all))
+	for i, k := range all {
+		out[i] = k.dp
+	}
+	return out, nil
+}
