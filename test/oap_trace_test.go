@@ -255,6 +255,13 @@ func checkOAPTraces(t *testing.T, conn *grpc.ClientConn) {
 			},
 			"latency", latency, 0, 20},
 		{"everything by start time", nil, func(*oapTraceWrite) bool { return true }, "start_time", startTime, 0, 10},
+		// OAP's tag filter: having(tags, ["k=v", ...]).
+		{"tags having n=1, svc-1, by start time", andCond(eqCond("service_id", strValue("svc-1")),
+			&modelv1.Criteria{Exp: &modelv1.Criteria_Condition{Condition: &modelv1.Condition{Name: "tags", Op: modelv1.Condition_BINARY_OP_HAVING,
+				Value: &modelv1.TagValue{Value: &modelv1.TagValue_StrArray{StrArray: &modelv1.StrArray{Value: []string{"http.method=GET", "n=1"}}}}}}}),
+			func(w *oapTraceWrite) bool {
+				return w.tags["service_id"].GetStr().GetValue() == "svc-1" && slices.Contains(w.tags["tags"].GetStrArray().GetValue(), "n=1")
+			}, "start_time", startTime, 0, 20},
 	} {
 		resp, err := c.Query(ctx, &tracev1.QueryRequest{
 			Groups: []string{oapTrace}, Name: "segment", TimeRange: rng, Criteria: tc.criteria,
