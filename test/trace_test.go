@@ -2,6 +2,7 @@ package test
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	tracev1 "github.com/banyand-io/banyand/api/proto/banyandb/trace/v1"
 	"github.com/banyand-io/banyand/banyand/schema"
+	"github.com/banyand-io/banyand/internal/poll"
 )
 
 const traceGroup = "traces"
@@ -175,5 +177,60 @@ func checkTraceBadInput(t *testing.T, conn *grpc.ClientConn) {
 	}
 	if !slices.Equal(ids, []string{"trace-007.seg-0", "trace-007.seg-1", "trace-007.seg-2"}) {
 		t.Errorf("trace-007's spans, by time: %v", ids)
+	}
+}
+
+// With replicas = 1 on three data nodes, every trace stays readable, each
+// with all its spans and none twice, with one node stopped.
+func TestClusterTracesReadableWhenANodeStops(t *testing.T) {
+	c := startCluster(t, 3, 1)
+	conn := c.liaisons[0]
+	createTraceSchema(t, conn, 4, 1)
+	start := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	var writes []*oapTraceWrite
+	byTrace := map[string][]*oapTraceWrite{}
+	for i := range 30 {
+		for j := range 1 + i%4 {
+			w := oapSegment(traceGroup, i, j, start)
+			writes = append(writes, w)
+			byTrace[w.traceID] = append(byTrace[w.traceID], w)
+		}
+	}
+	res, err := flushTraces(conn, writes)
+	checkFlush(t, "spans", res, err, len(writes))
+	tc := tracev1.NewTraceServiceClient(conn)
+	readAll := func() error {
+		resp, err := tc.Query(ctxT(t), &tracev1.QueryRequest{Groups: []string{traceGroup}, Name: "segment", Limit: 100})
+		if err != nil {
+			return err
+		}
+		if len(resp.GetTraces()) != len(byTrace) {
+			return fmt.Errorf("read %d traces, want %d", len(resp.GetTraces()), len(byTrace))
+		}
+		for _, tr := range resp.GetTraces() {
+			if want := len(byTrace[tr.GetTraceId()]); len(tr.GetSpans()) != want {
+				return fmt.Errorf("trace %s: %d spans, want %d", tr.GetTraceId(), len(tr.GetSpans()), want)
+			}
+		}
+		return nil
+	}
+	if err := readAll(); err != nil {
+		t.Fatal(err)
+	}
+	c.data[0].stop(t)
+	var last error
+	poll.Within(t, 20*time.Second, "every trace readable with one of three nodes stopped", func() bool {
+		last = readAll()
+		return last == nil
+	})
+	if last != nil {
+		t.Fatal(last)
+	}
+	for _, id := range []string{"trace-003", "trace-029"} {
+		resp, err := tc.Query(ctxT(t), &tracev1.QueryRequest{Groups: []string{traceGroup}, Name: "segment", Criteria: eqCond("trace_id", strValue(id)), TagProjection: segmentTags})
+		if err != nil || len(resp.GetTraces()) != 1 {
+			t.Fatalf("trace %s with a node stopped: %v (%v)", id, resp, err)
+		}
+		checkTrace(t, id+" with a node stopped", resp.GetTraces()[0], byTrace[id], segmentTags)
 	}
 }
