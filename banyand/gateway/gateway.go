@@ -40,6 +40,7 @@ import (
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	propertyv1 "github.com/banyand-io/banyand/api/proto/banyandb/property/v1"
+	tracev1 "github.com/banyand-io/banyand/api/proto/banyandb/trace/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 )
 
@@ -163,6 +164,7 @@ func registrations() []func(context.Context, *runtime.ServeMux, *grpc.ClientConn
 		streamv1.RegisterStreamServiceHandler,
 		measurev1.RegisterMeasureServiceHandler,
 		propertyv1.RegisterPropertyServiceHandler,
+		tracev1.RegisterTraceServiceHandler,
 	}
 }
 

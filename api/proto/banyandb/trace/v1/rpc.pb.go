@@ -9,6 +9,7 @@
 package v1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -26,9 +27,9 @@ var File_banyandb_trace_v1_rpc_proto protoreflect.FileDescriptor
 
 const file_banyandb_trace_v1_rpc_proto_rawDesc = "" +
 	"\n" +
-	"\x1bbanyandb/trace/v1/rpc.proto\x12\x11banyandb.trace.v1\x1a\x1dbanyandb/trace/v1/query.proto\x1a\x1dbanyandb/trace/v1/write.proto2\xaa\x01\n" +
-	"\fTraceService\x12J\n" +
-	"\x05Query\x12\x1f.banyandb.trace.v1.QueryRequest\x1a .banyandb.trace.v1.QueryResponse\x12N\n" +
+	"\x1bbanyandb/trace/v1/rpc.proto\x12\x11banyandb.trace.v1\x1a\x1dbanyandb/trace/v1/query.proto\x1a\x1dbanyandb/trace/v1/write.proto\x1a\x1cgoogle/api/annotations.proto2\xc5\x01\n" +
+	"\fTraceService\x12e\n" +
+	"\x05Query\x12\x1f.banyandb.trace.v1.QueryRequest\x1a .banyandb.trace.v1.QueryResponse\"\x19\x82\xd3\xe4\x93\x02\x13:\x01*\"\x0e/v1/trace/data\x12N\n" +
 	"\x05Write\x12\x1f.banyandb.trace.v1.WriteRequest\x1a .banyandb.trace.v1.WriteResponse(\x010\x01B;Z9github.com/banyand-io/banyand/api/proto/banyandb/trace/v1b\x06proto3"
 
 var file_banyandb_trace_v1_rpc_proto_goTypes = []any{

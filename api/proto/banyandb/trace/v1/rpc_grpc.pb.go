@@ -30,8 +30,8 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type TraceServiceClient interface {
 	Query(ctx context.Context, in *QueryRequest, opts ...grpc.CallOption) (*QueryResponse, error)
-	// Write is a long-lived stream: every request is answered, in order,
-	// with its version.
+	// Write is a long-lived stream, gRPC only: every request is answered, in
+	// order, with its version.
 	Write(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WriteRequest, WriteResponse], error)
 }
 
@@ -71,8 +71,8 @@ type TraceService_WriteClient = grpc.BidiStreamingClient[WriteRequest, WriteResp
 // for forward compatibility.
 type TraceServiceServer interface {
 	Query(context.Context, *QueryRequest) (*QueryResponse, error)
-	// Write is a long-lived stream: every request is answered, in order,
-	// with its version.
+	// Write is a long-lived stream, gRPC only: every request is answered, in
+	// order, with its version.
 	Write(grpc.BidiStreamingServer[WriteRequest, WriteResponse]) error
 	mustEmbedUnimplementedTraceServiceServer()
 }
