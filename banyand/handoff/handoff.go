@@ -92,7 +92,7 @@ type Stats struct {
 	Pending   int64 // hints kept, not yet handed off
 	Received  int64 // hints acknowledged since start
 	Delivered int64 // hints whose write every node of its placement acknowledged
-	Dropped   int64 // hints whose write a node refused as invalid: never deliverable
+	Dropped   int64 // hints whose write a node refused as invalid, or whose group is gone: never deliverable
 }
 
 type pair struct {

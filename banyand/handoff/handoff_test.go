@@ -14,6 +14,7 @@ import (
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
 	"github.com/banyand-io/banyand/internal/poll"
 	"github.com/banyand-io/banyand/pkg/queue"
+	"github.com/banyand-io/banyand/pkg/route"
 )
 
 // fakeQueue is a queue.Client whose publishes end as outcome says, and
@@ -40,6 +41,9 @@ func (q *fakeQueue) Publish(_ context.Context, topic queue.Topic, m queue.Messag
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.published = append(q.published, fmt.Sprintf("%s %s/%d %s", topic, m.Group, m.Shard, m.Payload))
+	if m.Group == "deleted" {
+		return queue.Future{}, fmt.Errorf("cannot place: %w", route.ErrUnknownGroup)
+	}
 	err := q.outcome(string(m.Payload))
 	return queue.NewFuture(doneWaiter{err}, queue.Token{}), nil
 }
@@ -181,8 +185,8 @@ func TestHintsAreKeptUntilHandedOff(t *testing.T) {
 }
 
 // A pair that cannot be marked is not kept: the hint fails retryably and
-// nothing is stored. A write a node refuses as invalid can never be
-// handed off: its hint is dropped, counted.
+// nothing is stored. A write a node refuses as invalid, or of a group
+// deleted since, can never be handed off: its hint is dropped, counted.
 func TestHintsUnmarkedOrUndeliverable(t *testing.T) {
 	q := &fakeQueue{outcome: func(p string) error {
 		if p == "bad" {
@@ -205,11 +209,12 @@ func TestHintsUnmarkedOrUndeliverable(t *testing.T) {
 	m.mu.Unlock()
 	res = s.Handle(context.Background(), queue.Batch{Messages: [][]byte{
 		hint(t, queue.TopicStreamWrite, "sw", 0, "bad"), hint(t, queue.TopicStreamWrite, "sw", 0, "w"),
+		hint(t, queue.TopicStreamWrite, "deleted", 1, "w"),
 	}})
-	if res.Errs[0] != nil || res.Errs[1] != nil {
+	if res.Errs[0] != nil || res.Errs[1] != nil || res.Errs[2] != nil {
 		t.Fatalf("hints: %v", res.Errs)
 	}
-	poll.Until(t, "the refused write's hint dropped", func() bool { return s.Stats().Dropped == 1 })
+	poll.Until(t, "the refused write's hint and the deleted group's dropped", func() bool { return s.Stats().Dropped == 2 })
 	if st := s.Stats(); st.Pending != 1 || st.Delivered != 0 {
 		t.Fatalf("stats %+v, want the other hint still pending", st)
 	}

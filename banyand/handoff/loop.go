@@ -11,6 +11,7 @@ import (
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
 	"github.com/banyand-io/banyand/pkg/queue"
+	"github.com/banyand-io/banyand/pkg/route"
 )
 
 // Serve runs the hand-off loop: every Interval, a round over the oldest
@@ -82,14 +83,19 @@ func (s *Store) round(ctx context.Context) error {
 	}()
 	p := s.deps.Queue.NewBatchPublisher(s.cfg.Timeout)
 	var errs []error
+	var done, invalid []kept
 	for i := range hints {
 		h := hints[i].hint
 		hints[i].f, err = p.Publish(ctx, queue.Topic(h.GetTopic()), queue.Message{Group: h.GetGroup(), Shard: h.GetShardId(), Payload: h.GetPayload()})
-		if err != nil {
+		switch {
+		case errors.Is(err, route.ErrUnknownGroup):
+			// The group was deleted, and its data with it.
+			invalid = append(invalid, hints[i])
+			s.log.Warn("dropping a hint of a group that no longer exists", "group", h.GetGroup(), "shard", h.GetShardId())
+		case err != nil:
 			errs = append(errs, err)
 		}
 	}
-	var done, invalid []kept
 	for _, k := range hints {
 		if k.f.IsZero() {
 			continue
