@@ -3,6 +3,7 @@ package storage
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -200,11 +201,34 @@ func (s *Store) selectTraces(ctx context.Context, db *tsdb.DB, q *clusterv1.Trac
 	if begin >= end {
 		return &clusterv1.TraceQueryResult{}, nil
 	}
+	// Ordered by the timestamp tag, a trace's key is the time of one of
+	// its matching spans, and both readings visit a segment's spans in
+	// time order: once offset+limit traces are kept, spans after the worst
+	// key kept (ascending) cannot change them, nor can a segment wholly
+	// before it (descending), which is then not read.
+	desc := req.GetOrderBy().GetSort() == modelv1.Sort_SORT_DESC
+	byTime := orderTag == ts.def.GetTimestampTagName()
+	worst := func() (int64, bool) {
+		if !byTime || !top.full() || top.heap[0].GetNullKey() {
+			return 0, false
+		}
+		return top.heap[0].GetKey(), true
+	}
 	var sv clusterv1.SpanValue
 	for _, g := range slices.Compact(slices.Sorted(slices.Values(req.GetGroups()))) {
-		for _, seg := range db.SegmentsIn(kind, g, begin, end) {
+		segs := db.SegmentsIn(kind, g, begin, end)
+		if desc {
+			slices.Reverse(segs)
+		}
+		for _, seg := range segs {
+			if w, ok := worst(); ok && (!desc && seg.Start > w || desc && seg.End <= w) {
+				break
+			}
 			sc := tsdb.Scan{Name: req.GetName(), Begin: begin, End: end, SeriesKey: series}
 			err := db.ScanSegment(ctx, seg, sc, func(it *tsdb.Item) error {
+				if w, ok := worst(); ok && !desc && it.Timestamp > w {
+					return errTraceScanDone
+				}
 				sv.Reset()
 				if err := proto.Unmarshal(it.Payload, &sv); err != nil {
 					return fmt.Errorf("storage: stored span does not decode: %w", err)
@@ -216,6 +240,9 @@ func (s *Store) selectTraces(ctx context.Context, db *tsdb.DB, q *clusterv1.Trac
 				top.offer(traceCandidate(ts.idOf(fams), lookup(fams, order)))
 				return nil
 			})
+			if errors.Is(err, errTraceScanDone) {
+				break // the group's later spans cannot change what is kept
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -223,6 +250,9 @@ func (s *Store) selectTraces(ctx context.Context, db *tsdb.DB, q *clusterv1.Trac
 	}
 	return &clusterv1.TraceQueryResult{Traces: top.sorted()}, nil
 }
+
+// errTraceScanDone ends a first-phase scan early (see selectTraces).
+var errTraceScanDone = errors.New("trace scan done")
 
 // traceCandidate is a trace's key from one of its spans: an int tag's
 // value or a timestamp tag's Unix nanoseconds; null otherwise.
@@ -255,6 +285,8 @@ func newTraceTop(n int, desc bool) *traceTop {
 func (t *traceTop) before(a, b *clusterv1.TraceKey) bool {
 	return schema.CompareTraceKeys(a, b, t.desc) < 0
 }
+
+func (t *traceTop) full() bool { return len(t.heap) >= t.n }
 
 func (t *traceTop) Len() int           { return len(t.heap) }
 func (t *traceTop) Less(i, j int) bool { return t.before(t.heap[j], t.heap[i]) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -197,5 +198,46 @@ func TestTraceTopKeepsTheBestKeys(t *testing.T) {
 	}
 	if want := []string{"a:9", "c:4"}; !slices.Equal(got, want) {
 		t.Fatalf("kept %v, want %v", got, want)
+	}
+}
+
+// Ordered by time, the first phase gives the same traces when it skips
+// segments (descending) or stops inside one (ascending) once it holds
+// offset+limit traces: spans over four daily segments, a trace with spans
+// in two of them.
+func TestTraceSelectionByTimeAcrossSegments(t *testing.T) {
+	s := openStore(t, t.TempDir(), nil)
+	day0 := base.Truncate(24 * time.Hour)
+	var spans []span
+	for d := range 4 {
+		for i := range 3 {
+			at := day0.Add(time.Duration(d)*24*time.Hour + time.Duration(i)*time.Hour)
+			spans = append(spans, span{fmt.Sprintf("D%dT%d", d, i), "a", "svc-x", at, int64(d*10 + i), 1, "x"})
+		}
+	}
+	// D0T0 has a late span too: descending, it is the latest trace.
+	spans = append(spans, span{"D0T0", "late", "svc-x", day0.Add(3*24*time.Hour + 5*time.Hour), 1, 1, "x"})
+	mustWriteSpans(t, s, spans...)
+	ids := func(got []string) []string {
+		var out []string
+		for _, g := range got {
+			out = append(out, g[:strings.IndexByte(g, ':')])
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		sort          modelv1.Sort
+		offset, limit uint32
+		want          []string
+	}{
+		{modelv1.Sort_SORT_DESC, 0, 2, []string{"D0T0", "D3T2"}},
+		{modelv1.Sort_SORT_DESC, 2, 2, []string{"D0T0", "D3T2", "D3T1", "D3T0"}},
+		{modelv1.Sort_SORT_ASC, 0, 2, []string{"D0T0", "D0T1"}},
+		{modelv1.Sort_SORT_ASC, 3, 2, []string{"D0T0", "D0T1", "D0T2", "D1T0", "D1T1"}},
+	} {
+		got := ids(selectTraces(t, s, &tracev1.QueryRequest{OrderBy: &modelv1.QueryOrder{Sort: tc.sort}, Offset: tc.offset, Limit: tc.limit}, ""))
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%v offset %d limit %d: %v, want %v", tc.sort, tc.offset, tc.limit, got, tc.want)
+		}
 	}
 }
