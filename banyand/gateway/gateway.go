@@ -40,8 +40,8 @@ import (
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	propertyv1 "github.com/banyand-io/banyand/api/proto/banyandb/property/v1"
-	tracev1 "github.com/banyand-io/banyand/api/proto/banyandb/trace/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	tracev1 "github.com/banyand-io/banyand/api/proto/banyandb/trace/v1"
 )
 
 // Prefix is where the API is mounted on the HTTP port, as in BanyanDB.

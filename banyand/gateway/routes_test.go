@@ -22,8 +22,8 @@ import (
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	propertyv1 "github.com/banyand-io/banyand/api/proto/banyandb/property/v1"
-	tracev1 "github.com/banyand-io/banyand/api/proto/banyandb/trace/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	tracev1 "github.com/banyand-io/banyand/api/proto/banyandb/trace/v1"
 	"github.com/banyand-io/banyand/pkg/registry/registrytest"
 )
 
