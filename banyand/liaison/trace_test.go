@@ -42,19 +42,16 @@ func referenceTrace(cache *layouts, primer *commonv1.Metadata, raw []byte) refer
 		return reference{decodeErr: true}
 	}
 	ref := reference{messageID: req.GetVersion()}
-	md := primer
-	if req.GetMetadata() != nil {
-		md = req.GetMetadata()
-	}
+	md := refMetadata(primer, req.GetMetadata())
 	l := cache.snapshot().traces[nameKey{Group: md.GetGroup(), Name: md.GetName()}]
-	switch {
-	case l == nil:
+	if l == nil {
 		ref.status = modelv1.Status_STATUS_NOT_FOUND
 		return ref
-	case md.GetModRevision() > 0 && md.GetModRevision() != l.modRevision:
-		ref.status = modelv1.Status_STATUS_EXPIRED_SCHEMA
+	}
+	if ref.status = refSchemaStatus(l.layout, md); ref.status != modelv1.Status_STATUS_SUCCEED {
 		return ref
-	case len(req.GetSpan()) > schema.MaxSpanBytes:
+	}
+	if len(req.GetSpan()) > schema.MaxSpanBytes {
 		ref.status = modelv1.Status_STATUS_INVALID_ARGUMENT
 		return ref
 	}
