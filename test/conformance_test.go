@@ -22,6 +22,7 @@ import (
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 )
 
 // The conformance runner: each directory under testdata/conformance holds
@@ -29,7 +30,7 @@ import (
 // answer BanyanDB gives it (or the gRPC code of its refusal), written as
 // protobuf JSON in YAML like BanyanDB's own test cases. Answers compare
 // ignoring what BanyanDB's runner ignores: a data point's timestamp,
-// version and series id. Every suite runs on standalone and on a cluster.
+// version and series id, an element's timestamp. Every suite runs on standalone and on a cluster.
 func TestConformance(t *testing.T) {
 	suites, err := filepath.Glob("testdata/conformance/*/setup.yaml")
 	if err != nil || len(suites) == 0 {
@@ -59,19 +60,23 @@ func TestConformance(t *testing.T) {
 type conformanceSetup struct {
 	Groups            []json.RawMessage `json:"groups"`
 	Measures          []json.RawMessage `json:"measures"`
+	Streams           []json.RawMessage `json:"streams"`
 	IndexRules        []json.RawMessage `json:"indexRules"`
 	IndexRuleBindings []json.RawMessage `json:"indexRuleBindings"`
 	TopNAggregations  []json.RawMessage `json:"topNAggregations"`
 	Data              []struct {
-		Measure json.RawMessage   `json:"measure"`
-		Offset  string            `json:"offset"`
-		Points  []json.RawMessage `json:"points"`
+		Measure  json.RawMessage   `json:"measure"`
+		Stream   json.RawMessage   `json:"stream"`
+		Offset   string            `json:"offset"`
+		Points   []json.RawMessage `json:"points"`
+		Elements []json.RawMessage `json:"elements"`
 	} `json:"data"`
 }
 
 // conformanceCase is one cases/*.yaml.
 type conformanceCase struct {
 	Measure  json.RawMessage `json:"measure"`
+	Stream   json.RawMessage `json:"stream"`
 	TopN     json.RawMessage `json:"topN"`
 	Want     json.RawMessage `json:"want"`
 	WantCode string          `json:"wantCode"`
@@ -116,6 +121,12 @@ func runSuite(t *testing.T, conn *grpc.ClientConn, setupPath string, cases []str
 			t.Fatalf("create measure: %v", err)
 		}
 	}
+	for _, raw := range setup.Streams {
+		st := fromJSON(t, "stream", raw, &databasev1.Stream{})
+		if _, err := databasev1.NewStreamRegistryServiceClient(conn).Create(ctx, &databasev1.StreamRegistryServiceCreateRequest{Stream: st}); err != nil {
+			t.Fatalf("create stream: %v", err)
+		}
+	}
 	for _, raw := range setup.IndexRules {
 		r := fromJSON(t, "index rule", raw, &databasev1.IndexRule{})
 		if _, err := databasev1.NewIndexRuleRegistryServiceClient(conn).Create(ctx, &databasev1.IndexRuleRegistryServiceCreateRequest{IndexRule: r}); err != nil {
@@ -135,7 +146,6 @@ func runSuite(t *testing.T, conn *grpc.ClientConn, setupPath string, cases []str
 		}
 	}
 	for _, d := range setup.Data {
-		md := fromJSON(t, "data set measure", d.Measure, &commonv1.Metadata{})
 		var offset time.Duration
 		if d.Offset != "" {
 			var err error
@@ -143,10 +153,18 @@ func runSuite(t *testing.T, conn *grpc.ClientConn, setupPath string, cases []str
 				t.Fatal(err)
 			}
 		}
+		at := func(i, n int) *timestamppb.Timestamp {
+			return timestamppb.New(baseTime.Add(offset - time.Duration(n-i-1)*time.Minute))
+		}
+		if d.Stream != nil {
+			writeConformanceStream(t, conn, fromJSON(t, "data set stream", d.Stream, &commonv1.Metadata{}), d.Elements, at)
+			continue
+		}
+		md := fromJSON(t, "data set measure", d.Measure, &commonv1.Metadata{})
 		reqs := make([]*measurev1.WriteRequest, len(d.Points))
 		for i, raw := range d.Points {
 			p := fromJSON(t, "data point", raw, &measurev1.DataPointValue{})
-			p.Timestamp = timestamppb.New(baseTime.Add(offset - time.Duration(len(d.Points)-i-1)*time.Minute))
+			p.Timestamp = at(i, len(d.Points))
 			reqs[i] = &measurev1.WriteRequest{DataPoint: p, MessageId: uint64(i + 1)}
 		}
 		reqs[0].Metadata = md
@@ -181,6 +199,7 @@ func runSuite(t *testing.T, conn *grpc.ClientConn, setupPath string, cases []str
 			if diff := cmp.Diff(want, got, protocmp.Transform(),
 				protocmp.IgnoreFields(&measurev1.DataPoint{}, "timestamp", "version", "sid"),
 				protocmp.IgnoreFields(&measurev1.TopNList_Item{}, "version", "timestamp"),
+				protocmp.IgnoreFields(&streamv1.Element{}, "timestamp"),
 			); diff != "" {
 				t.Errorf("answer (-want +got):\n%s", diff)
 			}
@@ -200,6 +219,12 @@ func runCase(t *testing.T, conn *grpc.ClientConn, c conformanceCase) (proto.Mess
 			req.TimeRange = tr
 		}
 		return measurev1.NewMeasureServiceClient(conn).Query(ctxT(t), req)
+	case c.Stream != nil:
+		req := fromJSON(t, "stream query", c.Stream, &streamv1.QueryRequest{})
+		if req.TimeRange == nil {
+			req.TimeRange = tr
+		}
+		return streamv1.NewStreamServiceClient(conn).Query(ctxT(t), req)
 	case c.TopN != nil:
 		req := fromJSON(t, "top-N query", c.TopN, &measurev1.TopNRequest{})
 		if req.TimeRange == nil {
@@ -207,6 +232,29 @@ func runCase(t *testing.T, conn *grpc.ClientConn, c conformanceCase) (proto.Mess
 		}
 		return measurev1.NewMeasureServiceClient(conn).TopN(ctxT(t), req)
 	}
-	t.Fatal("the case names no request (measure or topN)")
+	t.Fatal("the case names no request (measure, stream or topN)")
 	return nil, status.Error(codes.Internal, "unreachable")
+}
+
+// writeConformanceStream writes a data set's elements, at(i, n) each.
+func writeConformanceStream(t *testing.T, conn *grpc.ClientConn, md *commonv1.Metadata, elements []json.RawMessage,
+	at func(i, n int) *timestamppb.Timestamp,
+) {
+	t.Helper()
+	reqs := make([]*streamv1.WriteRequest, len(elements))
+	for i, raw := range elements {
+		e := fromJSON(t, "element", raw, &streamv1.ElementValue{})
+		e.Timestamp = at(i, len(elements))
+		reqs[i] = &streamv1.WriteRequest{Element: e, MessageId: uint64(i + 1)}
+	}
+	reqs[0].Metadata = md
+	resps, err := sendStream(t, conn, reqs)
+	if err != nil || len(resps) != len(reqs) {
+		t.Fatalf("write %s: %d answers for %d elements (%v)", md.GetName(), len(resps), len(reqs), err)
+	}
+	for _, r := range resps {
+		if r.GetStatus() != modelv1.Status_STATUS_SUCCEED.String() {
+			t.Fatalf("write %s element %d: %s", md.GetName(), r.GetMessageId(), r.GetStatus())
+		}
+	}
 }
