@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strconv"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -64,24 +65,28 @@ func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest)
 			nodeReq.TagProjection = projectTag(nodeReq.TagProjection, fam, tag)
 		}
 	}
+	tr := newQueryTrace(req.GetTrace(), "measure query %v/%s", req.GetGroups(), req.GetName())
+	span := tr.start("ask the data nodes of every group")
 	points, err := s.gather(ctx, snap, nodeReq, orderTags, shape != nil)
 	if err != nil {
 		return nil, err
 	}
+	tr.end(span, "points", strconv.Itoa(len(points)))
+	span = tr.start("group by, aggregate, top N, offset and limit")
 	if shape != nil {
-		shaped, err := shape.apply(req, points)
-		if err != nil {
+		if points, err = shape.apply(req, points); err != nil {
 			return nil, err
 		}
-		return &measurev1.QueryResponse{DataPoints: shaped}, nil
-	}
-	points = page(points, req.GetOffset(), req.GetLimit(), schema.DefaultMeasureLimit)
-	if rule != "" {
-		for i := range points {
-			points[i] = project(req, points[i]) // the order tag only if asked for
+	} else {
+		points = page(points, req.GetOffset(), req.GetLimit(), schema.DefaultMeasureLimit)
+		if rule != "" {
+			for i := range points {
+				points[i] = project(req, points[i]) // the order tag only if asked for
+			}
 		}
 	}
-	return &measurev1.QueryResponse{DataPoints: points}, nil
+	tr.end(span, "points", strconv.Itoa(len(points)))
+	return &measurev1.QueryResponse{DataPoints: points, Trace: tr.finish()}, nil
 }
 
 // gather asks every data node holding the groups of req for its points

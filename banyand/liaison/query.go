@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -129,6 +130,7 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 		return nil, err
 	}
 	snap := s.schema.snapshot()
+	tr := newQueryTrace(req.GetTrace(), "stream query %v/%s", req.GetGroups(), req.GetName())
 	type keyed struct {
 		ts      int64
 		version int64
@@ -167,10 +169,12 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 		if err != nil {
 			return nil, status.Errorf(codes.Internal, "encode query: %v", err)
 		}
+		span := tr.start("group %s: ask the data nodes", g)
 		replies, err := s.query.scatter(ctx, queue.TopicStreamQuery, g, payload)
 		if err != nil {
 			return nil, err
 		}
+		before := len(all)
 		for _, r := range replies {
 			var res clusterv1.StreamQueryResult
 			if err := proto.Unmarshal(r, &res); err != nil {
@@ -198,7 +202,9 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 				all = append(all, kd)
 			}
 		}
+		tr.end(span, "nodes", strconv.Itoa(len(replies)), "elements", strconv.Itoa(len(all)-before))
 	}
+	merge := tr.start("merge: copies removed, ordered, offset and limit")
 	desc := req.GetOrderBy().GetSort() == modelv1.Sort_SORT_DESC
 	byTime := timeOrder(desc)
 	byKey := req.GetOrderBy().GetIndexRuleName() != ""
@@ -222,6 +228,8 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 	for i, k := range all {
 		resp.Elements[i] = k.el
 	}
+	tr.end(merge, "elements", strconv.Itoa(len(resp.Elements)))
+	resp.Trace = tr.finish()
 	return resp, nil
 }
 

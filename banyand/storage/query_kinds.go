@@ -70,31 +70,8 @@ func (s *Store) doQueryStream(ctx context.Context, q *clusterv1.StreamQuery, for
 	if !forceScan {
 		p.series, _ = seriesKey(p.name, def.GetEntity().GetTagNames(), crit.eq)
 	}
-	if tag := q.GetOrderTag(); tag != "" {
-		ref, err := layout.tag(tag)
-		if err != nil {
-			return nil, err
-		}
-		var ev streamv1.ElementValue
-		p.orderKey = func(payload []byte) (*modelv1.TagValue, error) {
-			ev.Reset()
-			if err := proto.Unmarshal(payload, &ev); err != nil {
-				return nil, fmt.Errorf("storage: stored element does not decode: %w", err)
-			}
-			return lookup(ev.GetTagFamilies(), ref), nil
-		}
-	} else if req.GetOrderBy().GetIndexRuleName() != "" {
-		return nil, fmt.Errorf("%w: order by index rule %q without the tag it orders by", errInvalidQuery, req.GetOrderBy().GetIndexRuleName())
-	}
-	if crit.match != nil {
-		var ev streamv1.ElementValue
-		p.match = func(payload []byte) (bool, error) {
-			ev.Reset()
-			if err := proto.Unmarshal(payload, &ev); err != nil {
-				return false, fmt.Errorf("storage: stored element does not decode: %w", err)
-			}
-			return crit.match(ev.GetTagFamilies()), nil
-		}
+	if err := p.filterAndOrder(crit, layout, q.GetOrderTag(), req.GetOrderBy(), storedTags[streamv1.ElementValue]("element")); err != nil {
+		return nil, err
 	}
 	hits, err := s.run(ctx, p)
 	if err != nil {
@@ -182,31 +159,8 @@ func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, f
 	if !forceScan {
 		p.series, _ = seriesKey(p.name, def.GetEntity().GetTagNames(), crit.eq)
 	}
-	if tag := q.GetOrderTag(); tag != "" {
-		ref, err := layout.tag(tag)
-		if err != nil {
-			return nil, err
-		}
-		var dp measurev1.DataPointValue
-		p.orderKey = func(payload []byte) (*modelv1.TagValue, error) {
-			dp.Reset()
-			if err := proto.Unmarshal(payload, &dp); err != nil {
-				return nil, fmt.Errorf("storage: stored data point does not decode: %w", err)
-			}
-			return lookup(dp.GetTagFamilies(), ref), nil
-		}
-	} else if req.GetOrderBy().GetIndexRuleName() != "" {
-		return nil, fmt.Errorf("%w: order by index rule %q without the tag it orders by", errInvalidQuery, req.GetOrderBy().GetIndexRuleName())
-	}
-	if crit.match != nil {
-		var dp measurev1.DataPointValue
-		p.match = func(payload []byte) (bool, error) {
-			dp.Reset()
-			if err := proto.Unmarshal(payload, &dp); err != nil {
-				return false, fmt.Errorf("storage: stored data point does not decode: %w", err)
-			}
-			return crit.match(dp.GetTagFamilies()), nil
-		}
+	if err := p.filterAndOrder(crit, layout, q.GetOrderTag(), req.GetOrderBy(), storedTags[measurev1.DataPointValue]("data point")); err != nil {
+		return nil, err
 	}
 	hits, err := s.run(ctx, p)
 	if err != nil {
@@ -236,6 +190,62 @@ func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, f
 		resp.DataPoints = append(resp.DataPoints, out)
 	}
 	return resp, nil
+}
+
+// storedTags returns a maker of readers of the tag families of a stored
+// payload of type T (an element, a data point); a reader reuses one
+// message, as a scan reads one payload at a time.
+func storedTags[T any, PT interface {
+	*T
+	proto.Message
+	GetTagFamilies() []*modelv1.TagFamilyForWrite
+}](what string) func() func([]byte) ([]*modelv1.TagFamilyForWrite, error) {
+	return func() func([]byte) ([]*modelv1.TagFamilyForWrite, error) {
+		m := PT(new(T))
+		return func(payload []byte) ([]*modelv1.TagFamilyForWrite, error) {
+			proto.Reset(m)
+			if err := proto.Unmarshal(payload, m); err != nil {
+				return nil, fmt.Errorf("storage: stored %s does not decode: %w", what, err)
+			}
+			return m.GetTagFamilies(), nil
+		}
+	}
+}
+
+// filterAndOrder sets p's criteria match and, when the liaison resolved
+// the index rule a query orders by to a tag, its order key; tags reads a
+// stored payload's tags. Each gets a reader of its own: the scan calls
+// them on the same payload one after the other.
+func (p *plan) filterAndOrder(crit compiled, layout *tagLayout, orderTag string, order *modelv1.QueryOrder,
+	tags func() func([]byte) ([]*modelv1.TagFamilyForWrite, error),
+) error {
+	if orderTag != "" {
+		ref, err := layout.tag(orderTag)
+		if err != nil {
+			return err
+		}
+		read := tags()
+		p.orderKey = func(payload []byte) (*modelv1.TagValue, error) {
+			tfs, err := read(payload)
+			if err != nil {
+				return nil, err
+			}
+			return lookup(tfs, ref), nil
+		}
+	} else if order.GetIndexRuleName() != "" {
+		return fmt.Errorf("%w: order by index rule %q without the tag it orders by", errInvalidQuery, order.GetIndexRuleName())
+	}
+	if crit.match != nil {
+		read := tags()
+		p.match = func(payload []byte) (bool, error) {
+			tfs, err := read(payload)
+			if err != nil {
+				return false, err
+			}
+			return crit.match(tfs), nil
+		}
+	}
+	return nil
 }
 
 // orNull is v, or the null value for a tag the element was written without.
