@@ -40,9 +40,12 @@ FUZZ_TARGETS := \
 	./pkg/wire:FuzzParseMeasureRequest \
 	./pkg/wire:FuzzParseStreamWrite \
 	./pkg/wire:FuzzParseMeasureWrite \
+	./pkg/wire:FuzzParseTraceRequest \
+	./pkg/wire:FuzzParseTraceWrite \
 	./banyand/storage/tsdb:FuzzReplayLog \
 	./banyand/liaison:FuzzStreamWriteValidation \
-	./banyand/liaison:FuzzMeasureWriteValidation
+	./banyand/liaison:FuzzMeasureWriteValidation \
+	./banyand/liaison:FuzzTraceWriteValidation
 fuzz:
 	@listed=$$(echo $(FUZZ_TARGETS) | tr ' ' '\n' | sed 's/.*://' | sort); \
 	found=$$(grep -rhoE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]+' . | sed 's/^func //' | sort); \

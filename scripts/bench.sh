@@ -19,7 +19,10 @@
 # --pprof: their HTTP addresses are printed, so a profile or trace of a
 # server under load is one curl away (docs/performance.md). STORE_FLAGS
 # adds flags to the processes that store data (standalone, storage), e.g.
-# STORE_FLAGS="--write-log-gather 0" to compare a setting.
+# STORE_FLAGS="--write-log-gather 0" to compare a setting. KINDS runs
+# several kinds side by side against the same servers, alternating within
+# each run, e.g. KINDS="stream trace" (each run writes --kind stream, then
+# --kind trace); the summary is per kind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -103,20 +106,27 @@ else
   metrics+=("http://$http/metrics")
 fi
 
+read -r -a kinds <<<"${KINDS:-}"
+[[ ${#kinds[@]} -eq 0 ]] && kinds=("")
 results=()
 for run in $(seq "$RUNS"); do
-  out=$(bin/banyand bench --target "$client" --json --server-metrics "$(IFS=,; echo "${metrics[*]}")" "${extra[@]}" "$@" 2>"$work/bench-$run.log") || {
-    echo "run $run failed:" >&2
-    cat "$work/bench-$run.log" >&2
-    echo "$out" >&2
-    exit 1
-  }
-  results+=("$out")
-  echo "$out" | jq -r --arg run "$run" \
-    '"run \($run): \(.acked)/\(.sent) acked, \(.acked_per_sec|floor) writes/s, p50 \(.ack_latency_ms.p50) ms, p99 \(.ack_latency_ms.p99) ms, errors \(.error_count), verify \(.verify.readable // "off")/\(.verify.checked // "-"), cpu µs a write: servers \(.cpu[1:] | map(.us_per_write) | add | . * 10 | round / 10) + load tool \(.cpu[0].us_per_write * 10 | round / 10)"'
+  for kind in "${kinds[@]}"; do
+    kflag=()
+    [[ -n $kind ]] && kflag=(--kind "$kind")
+    out=$(bin/banyand bench --target "$client" --json --server-metrics "$(IFS=,; echo "${metrics[*]}")" "${extra[@]}" "${kflag[@]}" "$@" 2>"$work/bench-$run$kind.log") || {
+      echo "run $run $kind failed:" >&2
+      cat "$work/bench-$run$kind.log" >&2
+      echo "$out" >&2
+      exit 1
+    }
+    results+=("$out")
+    echo "$out" | jq -r --arg run "$run" \
+      '"run \($run) \(.kind): \(.acked)/\(.sent) acked, \(.acked_per_sec|floor) writes/s, p50 \(.ack_latency_ms.p50) ms, p99 \(.ack_latency_ms.p99) ms, errors \(.error_count), verify \(.verify.readable // "off")/\(.verify.checked // "-"), cpu µs a write: servers \(.cpu[1:] | map(.us_per_write) | add | . * 10 | round / 10) + load tool \(.cpu[0].us_per_write * 10 | round / 10)"'
+  done
 done
 printf '%s\n' "${results[@]}" | jq -s -r --arg mode "$mode" '
   def stats(f; r): (map(f | r) | sort) as $v | "min \($v[0])  median \($v[(($v|length)-1)/2|floor])  max \($v[-1])";
+  group_by(.kind)[] |
   "\($mode), \(length) runs, \(.[0].kind), \(.[0].streams) streams, \(.[0].entities) entities, \(.[0].payload_bytes)-byte payload:",
   "  acked writes/s  " + stats(.acked_per_sec; floor),
   "  p99 ack ms      " + stats(.ack_latency_ms.p99; . * 10 | round / 10),

@@ -23,6 +23,7 @@ import (
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	propertyv1 "github.com/banyand-io/banyand/api/proto/banyandb/property/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	tracev1 "github.com/banyand-io/banyand/api/proto/banyandb/trace/v1"
 	"github.com/banyand-io/banyand/banyand/roles"
 	"github.com/banyand-io/banyand/internal/poll"
 	"github.com/banyand-io/banyand/pkg/registry/registrytest"
@@ -210,6 +211,7 @@ func checkHTTPAPI(t *testing.T, api *httpAPI, conn *grpc.ClientConn) {
 
 	checkHTTPRegistries(t, api, measure)
 	checkHTTPProperties(t, api, conn)
+	checkHTTPTraces(t, api, conn)
 	checkHTTPBadInput(t, api)
 }
 
@@ -456,4 +458,29 @@ func (a *httpAPI) callRaw(method, path, body, contentType string) (int, []byte) 
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, out
+}
+
+// checkHTTPTraces writes spans through gRPC and reads them through
+// POST /v1/trace/data: the answer is gRPC's, as JSON.
+func checkHTTPTraces(t *testing.T, api *httpAPI, conn *grpc.ClientConn) {
+	t.Helper()
+	createTraceSchema(t, conn, 2, 0)
+	start := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	var writes []*oapTraceWrite
+	for j := range 3 {
+		writes = append(writes, oapSegment(traceGroup, 4, j, start))
+	}
+	res, err := flushTraces(conn, writes)
+	checkFlush(t, "spans for HTTP", res, err, len(writes))
+	tq := &tracev1.QueryRequest{Groups: []string{traceGroup}, Name: "segment", Criteria: eqCond("trace_id", strValue("trace-004")), TagProjection: segmentTags}
+	viaGRPC, err := tracev1.NewTraceServiceClient(conn).Query(ctxT(t), tq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var viaHTTP tracev1.QueryResponse
+	sameJSON(t, "trace query", api.ok(http.MethodPost, "/api/v1/trace/data", tq, &viaHTTP), viaGRPC)
+	if len(viaHTTP.GetTraces()) != 1 {
+		t.Fatalf("trace query through HTTP: %d traces, want 1", len(viaHTTP.GetTraces()))
+	}
+	checkTrace(t, "trace through HTTP", viaHTTP.GetTraces()[0], writes, segmentTags)
 }

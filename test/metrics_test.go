@@ -215,6 +215,20 @@ func TestClusterMetrics(t *testing.T) {
 	lm.want(t, "property writes refused", func(v float64) bool { return v == 1 }, "banyand_liaison_writes_answered_total", pg, kind, `status="STATUS_NOT_FOUND"`)
 	dm = scrape(t, s.HTTPBoundAddr())
 	dm.want(t, "property commits", atLeast(3), "banyand_storage_commit_duration_seconds_count", `topic="property-write"`)
+
+	// Spans count as writes of kind "trace", and the data node times
+	// their commits.
+	createTraceSchema(t, conn, 1, 0)
+	spans := []*oapTraceWrite{oapSegment(traceGroup, 1, 0, time.Now()), oapSegment(traceGroup, 1, 1, time.Now())}
+	res, err := flushTraces(conn, spans)
+	checkFlush(t, "spans", res, err, len(spans))
+	lm = scrape(t, l.HTTPBoundAddr())
+	tg := `group="` + traceGroup + `"`
+	kind = `kind="trace"`
+	lm.want(t, "spans received", func(v float64) bool { return v == 2 }, "banyand_liaison_writes_received_total", tg, kind)
+	lm.want(t, "spans answered", func(v float64) bool { return v == 2 }, "banyand_liaison_writes_answered_total", tg, kind, `status="STATUS_SUCCEED"`)
+	dm = scrape(t, s.HTTPBoundAddr())
+	dm.want(t, "trace commits", atLeast(1), "banyand_storage_commit_duration_seconds_count", `topic="trace-write"`)
 }
 
 // series counts the series of name.

@@ -191,8 +191,13 @@ func oapFlush[Req, Res any, W oapWrite[Req]](
 	return res, nil
 }
 
+// messageID is what a write's answer is matched by: its message id, or a
+// trace write's version.
 func messageID(req any) uint64 {
-	return req.(interface{ GetMessageId() uint64 }).GetMessageId()
+	if r, ok := req.(interface{ GetMessageId() uint64 }); ok {
+		return r.GetMessageId()
+	}
+	return req.(interface{ GetVersion() uint64 }).GetVersion()
 }
 
 func flushMeasures(conn *grpc.ClientConn, writes []*oapMeasureWrite) (flushResult, error) {

@@ -47,6 +47,7 @@ func runOAP(t *testing.T, conn *grpc.ClientConn) {
 	}
 	t.Run("data", func(t *testing.T) { checkOAPData(t, conn) })
 	t.Run("ui templates", func(t *testing.T) { checkOAPProperties(t, conn) })
+	t.Run("traces", func(t *testing.T) { checkOAPTraces(t, conn) })
 }
 
 // expectedCreates is everything a first boot over an empty server creates

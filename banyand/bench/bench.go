@@ -82,8 +82,11 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Report, erro
 		return Report{}, err
 	}
 	var w workload = newStreamWorkload(msgs, conn)
-	if cfg.Kind == KindMeasure {
+	switch cfg.Kind {
+	case KindMeasure:
 		w = newMeasureWorkload(msgs, conn)
+	case KindTrace:
+		w = newTraceWorkload(msgs, conn)
 	}
 	if cfg.CreateSchema {
 		if err := ensureSchema(ctx, conn, cfg, cfg.ConnectTimeout); err != nil {
@@ -156,6 +159,9 @@ func newMessages(cfg Config) (*messages, error) {
 		payload:    payload,
 		measure:    cfg.Kind == KindMeasure,
 		spec:       cfg.FlushSize > 0,
+	}
+	if cfg.Kind == KindTrace {
+		m.spansPerTrace = int64(max(cfg.SpansPerTrace, 1))
 	}
 	m.cacheEntityTags()
 	if err := m.encode(); err != nil {

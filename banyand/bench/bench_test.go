@@ -44,7 +44,7 @@ func checkClean(t *testing.T, rep Report, err error, count uint64) {
 // acked and read back.
 func TestFlushesAsOAP(t *testing.T) {
 	addr, _ := startTestStandalone(t)
-	for _, kind := range []string{KindStream, KindMeasure} {
+	for _, kind := range []string{KindStream, KindMeasure, KindTrace} {
 		t.Run(kind, func(t *testing.T) {
 			cfg := parseConfig(t, "--target", addr, "--kind", kind, "--count", "500", "--entities", "11",
 				"--streams", "3", "--flush-size", "7")
@@ -62,7 +62,7 @@ func TestFlushesAsOAP(t *testing.T) {
 
 func TestRunAgainstStandalone(t *testing.T) {
 	addr, httpAddr := startTestStandalone(t)
-	for _, kind := range []string{KindStream, KindMeasure} {
+	for _, kind := range []string{KindStream, KindMeasure, KindTrace} {
 		t.Run(kind, func(t *testing.T) {
 			// Few entities and a small in-flight window exercise paging
 			// in verification and backpressure in the writers.
@@ -144,7 +144,9 @@ func TestValidate(t *testing.T) {
 		{[]string{"--target", "nohost"}, "want host:port"},
 		{[]string{"--target", "h:0"}, "port must be"},
 		{[]string{"--target", "h:1", "--keep-data"}, "--keep-data needs --standalone or --cluster"},
-		{[]string{"--standalone", "--kind", "trace"}, `--kind "trace"`},
+		{[]string{"--standalone", "--kind", "trace"}, ""},
+		{[]string{"--standalone", "--kind", "log"}, `--kind "log"`},
+		{[]string{"--standalone", "--kind", "trace", "--spans-per-trace", "0"}, "--spans-per-trace 0"},
 		{[]string{"--standalone", "--shards", "0"}, "--shards 0"},
 		{[]string{"--standalone", "--entities", "0"}, "--entities 0"},
 		{[]string{"--standalone", "--payload-bytes", "-1"}, "--payload-bytes -1"},

@@ -28,10 +28,13 @@ const (
 	DefaultStreams      = 4
 	DefaultShards       = 2
 	DefaultPayloadBytes = 100
-	DefaultMaxInFlight  = 2000
-	DefaultConnect      = 5 * time.Second
-	DefaultStall        = 30 * time.Second
-	DefaultRateBurst    = time.Millisecond
+	// DefaultSpansPerTrace: a few segments a trace, as a request crossing
+	// a few services.
+	DefaultSpansPerTrace = 4
+	DefaultMaxInFlight   = 2000
+	DefaultConnect       = 5 * time.Second
+	DefaultStall         = 30 * time.Second
+	DefaultRateBurst     = time.Millisecond
 	// runGrace is added to the expected run time to derive --timeout.
 	runGrace = time.Minute
 	// floorRate is the slowest throughput (msg/s) a count-bounded,
@@ -43,6 +46,7 @@ const (
 const (
 	KindStream  = "stream"
 	KindMeasure = "measure"
+	KindTrace   = "trace"
 )
 
 // Config is the bench command's settings.
@@ -64,6 +68,8 @@ type Config struct {
 	Shards       int
 	Entities     int
 	PayloadBytes int
+	// SpansPerTrace is how many spans make a trace (--kind trace).
+	SpansPerTrace int
 	// CreateSchema checks the group and stream/measure and creates them if
 	// missing; off, the tool assumes they exist with its schema.
 	CreateSchema bool
@@ -103,12 +109,13 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.Standalone, "standalone", false, "start an in-process standalone on 127.0.0.1:0 with data in a temporary directory and load it")
 	fs.BoolVar(&c.Cluster, "cluster", false, "start an in-process cluster (embedded etcd, 2 data nodes, 1 liaison) on 127.0.0.1 with data in a temporary directory and load it")
 	fs.BoolVar(&c.KeepData, "keep-data", false, "with --standalone or --cluster: keep the temporary data directory at exit (its path is printed)")
-	fs.StringVar(&c.Kind, "kind", KindStream, "what to write: stream or measure")
+	fs.StringVar(&c.Kind, "kind", KindStream, "what to write: stream, measure or trace (spans: --payload-bytes is each span's size)")
 	fs.StringVar(&c.Group, "group", "", "group to write to (created with --shards if missing; default bench_<kind>)")
 	fs.StringVar(&c.Name, "name", "", "stream or measure to write to (created if missing; default bench_<kind>)")
 	fs.IntVar(&c.Shards, "shards", DefaultShards, "shard_num of the group when the tool creates it")
 	fs.IntVar(&c.Entities, "entities", DefaultEntities, "distinct entities (service, instance) the messages are spread over")
-	fs.IntVar(&c.PayloadBytes, "payload-bytes", DefaultPayloadBytes, "size of each message's binary payload tag")
+	fs.IntVar(&c.PayloadBytes, "payload-bytes", DefaultPayloadBytes, "size of each message's binary payload tag (a span's bytes with --kind trace)")
+	fs.IntVar(&c.SpansPerTrace, "spans-per-trace", DefaultSpansPerTrace, "with --kind trace: spans of one trace (consecutive spans of one service instance)")
 	fs.BoolVar(&c.CreateSchema, "create-schema", true, "check the group and stream/measure and create them if missing; false assumes they exist with the tool's schema")
 	fs.IntVar(&c.Streams, "streams", DefaultStreams, "concurrent client write streams; with --flush-size, concurrent writers, each writing its flushes one after another "+
 		"(one stream at a time), so --streams 15 is SkyWalking OAP's 15 concurrent bulk flushes")
@@ -157,8 +164,11 @@ func (c *Config) Validate() error {
 			bad("--server-metrics %q: want an http(s) URL such as http://127.0.0.1:17913/metrics", m)
 		}
 	}
-	if c.Kind != KindStream && c.Kind != KindMeasure {
-		bad("--kind %q: want stream or measure", c.Kind)
+	if c.Kind != KindStream && c.Kind != KindMeasure && c.Kind != KindTrace {
+		bad("--kind %q: want stream, measure or trace", c.Kind)
+	}
+	if c.SpansPerTrace < 1 || c.SpansPerTrace > 10_000 {
+		bad("--spans-per-trace %d: want 1..10000", c.SpansPerTrace)
 	}
 	if c.Shards < 1 || c.Shards > 1024 {
 		bad("--shards %d: want 1..1024", c.Shards)

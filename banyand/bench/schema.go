@@ -89,8 +89,11 @@ func isCode(err error, c codes.Code) bool { return status.Code(err) == c }
 func ensureSchema(ctx context.Context, conn grpc.ClientConnInterface, cfg Config, connectTimeout time.Duration) error {
 	md := &commonv1.Metadata{Group: cfg.Group, Name: cfg.Name}
 	catalog := commonv1.Catalog_CATALOG_STREAM
-	if cfg.Kind == KindMeasure {
+	switch cfg.Kind {
+	case KindMeasure:
 		catalog = commonv1.Catalog_CATALOG_MEASURE
+	case KindTrace:
+		catalog = commonv1.Catalog_CATALOG_TRACE
 	}
 	groups := databasev1.NewGroupRegistryServiceClient(conn)
 	first, cancel := context.WithTimeout(ctx, connectTimeout)
@@ -118,8 +121,11 @@ func ensureSchema(ctx context.Context, conn grpc.ClientConnInterface, cfg Config
 	case got.GetGroup().GetCatalog() != catalog:
 		return fmt.Errorf("group %q exists with catalog %s, a %s needs %s: choose another --group", cfg.Group, got.GetGroup().GetCatalog(), cfg.Kind, catalog)
 	}
-	if cfg.Kind == KindStream {
+	switch cfg.Kind {
+	case KindStream:
 		return ensureStream(ctx, conn, md)
+	case KindTrace:
+		return ensureTrace(ctx, conn, md)
 	}
 	return ensureMeasure(ctx, conn, md)
 }

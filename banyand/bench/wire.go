@@ -15,6 +15,7 @@ import (
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	tracev1 "github.com/banyand-io/banyand/api/proto/banyandb/trace/v1"
 	"github.com/banyand-io/banyand/pkg/wire"
 )
 
@@ -34,6 +35,11 @@ type wireResponse struct {
 // UnmarshalWire implements wire.Unmarshaler: the response is read in
 // place, with no allocation for the usual status.
 func (r *wireResponse) UnmarshalWire(data mem.BufferSlice) error {
+	return r.parse(data, wire.ParseWriteResponse)
+}
+
+// parse reads data with parse, a stream/measure or trace response parser.
+func (r *wireResponse) parse(data mem.BufferSlice, parse func([]byte, *wire.WriteResponse) error) error {
 	var b []byte
 	if len(data) == 1 {
 		b = data[0].ReadOnlyData()
@@ -41,7 +47,7 @@ func (r *wireResponse) UnmarshalWire(data mem.BufferSlice) error {
 		b = data.Materialize()
 	}
 	var resp wire.WriteResponse
-	if err := wire.ParseWriteResponse(b, &resp); err != nil {
+	if err := parse(b, &resp); err != nil {
 		return fmt.Errorf("write response: %w", err)
 	}
 	r.id, r.status = resp.MessageID, statusSucceed
@@ -62,6 +68,10 @@ type encoded struct {
 	// naming the values in the order they are written; nil without
 	// --flush-size.
 	spec []byte
+	// traceSpec is a trace run's tag spec (--flush-size), traceOrder the
+	// schema position of each tag it names.
+	traceSpec  []byte
+	traceOrder []int
 }
 
 func (m *messages) encode() error {
@@ -74,7 +84,11 @@ func (m *messages) encode() error {
 	m.enc.metadata = marshal(m.md)
 	m.enc.payload = marshal(&modelv1.TagFamilyForWrite{Tags: []*modelv1.TagValue{{Value: &modelv1.TagValue_BinaryData{BinaryData: m.payload}}}})
 	m.enc.score = marshal(&modelv1.FieldValue{Value: &modelv1.FieldValue_Float{Float: &modelv1.Float{Value: m.nonce}}})
-	if m.spec {
+	if m.spec && m.spansPerTrace > 0 {
+		var names []string
+		names, m.enc.traceOrder = traceSpecOrder(m.md)
+		m.enc.traceSpec = marshal(&tracev1.TagSpec{TagNames: names})
+	} else if m.spec {
 		m.enc.spec = m.encodeSpec(marshal)
 	}
 	if m.tags != nil {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	tracev1 "github.com/banyand-io/banyand/api/proto/banyandb/trace/v1"
 	"github.com/banyand-io/banyand/pkg/wire"
 )
 
@@ -237,6 +239,57 @@ func TestSpecNamesValuesAlphabetically(t *testing.T) {
 	for i, name := range fields {
 		if got := mreq.GetDataPoint().GetFields()[i]; !proto.Equal(got, wantFields[name]) {
 			t.Errorf("field %s: value %v, want %v", name, got, wantFields[name])
+		}
+	}
+}
+
+// A trace run's hand-encoded requests are what proto.Marshal writes for
+// the same request built as a struct: tags in the schema's order or, with
+// the spec, in its alphabetical order, which names each value's tag.
+func TestTraceRequestsMatchProtoMarshal(t *testing.T) {
+	for _, flushSize := range []int64{0, 10} {
+		m := testMessages(t, KindTrace, 100, flushSize)
+		m.spansPerTrace = 3
+		m.baseMillis -= m.baseMillis % 1000
+		schema := traceSchema(m.md).GetTags()
+		for _, seq := range []int64{0, 1, 999, 1000, 123_456_789} {
+			for _, id := range []uint64{1, 2, 1 << 40} {
+				e := m.entity(seq)
+				byName := map[string]*modelv1.TagValue{
+					tagTraceID:   {Value: &modelv1.TagValue_Str{Str: &modelv1.Str{Value: m.traceID(seq)}}},
+					tagSpanID:    {Value: &modelv1.TagValue_Str{Str: &modelv1.Str{Value: m.elementID(seq)}}},
+					tagService:   {Value: &modelv1.TagValue_Str{Str: &modelv1.Str{Value: m.entityTags(e)[0].GetStr().GetValue()}}},
+					tagInstance:  m.entityTags(e)[1],
+					tagEndpoint:  {Value: &modelv1.TagValue_Str{Str: &modelv1.Str{Value: "/endpoint-" + strconv.FormatInt(seq%8, 10)}}},
+					tagStartTime: {Value: &modelv1.TagValue_Timestamp{Timestamp: refTimestamp(m, seq)}},
+					tagDuration:  {Value: &modelv1.TagValue_Int{Int: &modelv1.Int{Value: seq % 1000}}},
+					tagIsError:   {Value: &modelv1.TagValue_Int{Int: &modelv1.Int{Value: boolInt(seq%50 == 0)}}},
+				}
+				req := &tracev1.WriteRequest{Span: m.payload, Version: id}
+				names := make([]string, 0, len(schema))
+				for _, tag := range schema {
+					names = append(names, tag.GetName())
+				}
+				if m.spec {
+					slices.Sort(names)
+					if id == 1 {
+						req.TagSpec = &tracev1.TagSpec{TagNames: names}
+					}
+				}
+				for _, n := range names {
+					req.Tags = append(req.Tags, byName[n])
+				}
+				if id == 1 {
+					req.Metadata = m.md
+				}
+				want, err := proto.Marshal(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := m.traceRequest(id, seq, id == 1); string(got) != string(want) {
+					t.Fatalf("flush size %d seq %d id %d: encoded %x, proto.Marshal %x", flushSize, seq, id, got, want)
+				}
+			}
 		}
 	}
 }

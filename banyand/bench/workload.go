@@ -37,6 +37,8 @@ type messages struct {
 	nonce      float64 // measure score field: marks this run's points
 	payload    []byte  // shared, never modified
 	measure    bool    // the run writes data points
+	// spansPerTrace > 0: the run writes spans, this many a trace (trace.go).
+	spansPerTrace int64
 	// spec: a stream's first request carries the spec (--flush-size) and
 	// every request lists its values in the spec's order (see encodeSpec).
 	spec bool

@@ -41,6 +41,7 @@ import (
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	propertyv1 "github.com/banyand-io/banyand/api/proto/banyandb/property/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	tracev1 "github.com/banyand-io/banyand/api/proto/banyandb/trace/v1"
 )
 
 // Prefix is where the API is mounted on the HTTP port, as in BanyanDB.
@@ -163,6 +164,7 @@ func registrations() []func(context.Context, *runtime.ServeMux, *grpc.ClientConn
 		streamv1.RegisterStreamServiceHandler,
 		measurev1.RegisterMeasureServiceHandler,
 		propertyv1.RegisterPropertyServiceHandler,
+		tracev1.RegisterTraceServiceHandler,
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	propertyv1 "github.com/banyand-io/banyand/api/proto/banyandb/property/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	tracev1 "github.com/banyand-io/banyand/api/proto/banyandb/trace/v1"
 	"github.com/banyand-io/banyand/pkg/registry/registrytest"
 )
 
@@ -170,6 +171,10 @@ func dataRoutes() []route {
 		Limit:           5,
 	}
 	property := &propertyv1.Property{Metadata: &commonv1.Metadata{Group: "pg", Name: "ui", ModRevision: 3}, Id: "p1", Tags: []*modelv1.Tag{tagStr("owner", "ops")}, UpdatedAt: timestamppb.New(when)}
+	traceQuery := &tracev1.QueryRequest{
+		Groups: []string{"tw"}, Name: "segment", TimeRange: timeRange, Offset: 1, Limit: 20, Criteria: criteria,
+		OrderBy: &modelv1.QueryOrder{IndexRuleName: "latency", Sort: modelv1.Sort_SORT_DESC}, TagProjection: []string{"service"},
+	}
 	propQuery := &propertyv1.QueryRequest{Groups: []string{"pg"}, Name: "ui", Ids: []string{"p1"}, Limit: 10, TagProjection: []string{"owner"}}
 	return []route{
 		{name: "stream query", method: http.MethodPost, path: "/v1/stream/data", body: streamQuery, rpc: "/banyandb.stream.v1.StreamService/Query", wantReq: streamQuery,
@@ -196,6 +201,11 @@ func dataRoutes() []route {
 			rpc:     "/banyandb.property.v1.PropertyService/Apply",
 			wantReq: &propertyv1.ApplyRequest{Property: property, Strategy: propertyv1.ApplyRequest_STRATEGY_REPLACE},
 			resp:    &propertyv1.ApplyResponse{Created: true, TagsNum: 1}},
+		{name: "trace query", method: http.MethodPost, path: "/v1/trace/data", body: traceQuery, rpc: "/banyandb.trace.v1.TraceService/Query", wantReq: traceQuery,
+			resp: &tracev1.QueryResponse{Traces: []*tracev1.Trace{{TraceId: "t-1", Spans: []*tracev1.Span{
+				{SpanId: "s-1", Span: []byte{0, 1, 254, 255}, Tags: tags},
+				{SpanId: "s-2", Span: []byte("segment")},
+			}}}}},
 		{name: "property query", method: http.MethodPost, path: "/v1/property/data/query", body: propQuery, rpc: "/banyandb.property.v1.PropertyService/Query", wantReq: propQuery,
 			resp: &propertyv1.QueryResponse{Properties: []*propertyv1.Property{property}}},
 		{name: "property delete", method: http.MethodDelete, path: "/v1/property/data/pg/ui/p1", rpc: "/banyandb.property.v1.PropertyService/Delete",

@@ -43,17 +43,13 @@ func referenceStream(cache *layouts, primer *commonv1.Metadata, raw []byte) refe
 		return reference{decodeErr: true}
 	}
 	ref := reference{messageID: req.GetMessageId()}
-	md := primer
-	if req.GetMetadata() != nil {
-		md = req.GetMetadata()
-	}
+	md := refMetadata(primer, req.GetMetadata())
 	l := cache.snapshot().streams[nameKey{Group: md.GetGroup(), Name: md.GetName()}]
-	switch {
-	case l == nil:
+	if l == nil {
 		ref.status = modelv1.Status_STATUS_NOT_FOUND
 		return ref
-	case md.GetModRevision() > 0 && md.GetModRevision() != l.modRevision:
-		ref.status = modelv1.Status_STATUS_EXPIRED_SCHEMA
+	}
+	if ref.status = refSchemaStatus(l.layout, md); ref.status != modelv1.Status_STATUS_SUCCEED {
 		return ref
 	}
 	el, prep, werr := refPrepareStream(l, &req, nil)
@@ -79,17 +75,13 @@ func referenceMeasure(cache *layouts, primer *commonv1.Metadata, raw []byte) ref
 		return reference{decodeErr: true}
 	}
 	ref := reference{messageID: req.GetMessageId()}
-	md := primer
-	if req.GetMetadata() != nil {
-		md = req.GetMetadata()
-	}
+	md := refMetadata(primer, req.GetMetadata())
 	l := cache.snapshot().measures[nameKey{Group: md.GetGroup(), Name: md.GetName()}]
-	switch {
-	case l == nil:
+	if l == nil {
 		ref.status = modelv1.Status_STATUS_NOT_FOUND
 		return ref
-	case md.GetModRevision() > 0 && md.GetModRevision() != l.modRevision:
-		ref.status = modelv1.Status_STATUS_EXPIRED_SCHEMA
+	}
+	if ref.status = refSchemaStatus(l.layout, md); ref.status != modelv1.Status_STATUS_SUCCEED {
 		return ref
 	}
 	d, prep, werr := refPrepareMeasure(l, &req, nil)
@@ -108,6 +100,24 @@ func referenceMeasure(cache *layouts, primer *commonv1.Metadata, raw []byte) ref
 	}
 	ref.status, ref.group, ref.shard, ref.payload = modelv1.Status_STATUS_SUCCEED, l.group, prep.shard, payload
 	return ref
+}
+
+// refMetadata is the metadata in force for a message: its own, or the
+// primer's.
+func refMetadata(primer, own *commonv1.Metadata) *commonv1.Metadata {
+	if own != nil {
+		return own
+	}
+	return primer
+}
+
+// refSchemaStatus is the schema revision rule: a write naming another
+// revision than l's is EXPIRED_SCHEMA; SUCCEED means it passes.
+func refSchemaStatus(l *layout, md *commonv1.Metadata) modelv1.Status {
+	if md.GetModRevision() > 0 && md.GetModRevision() != l.modRevision {
+		return modelv1.Status_STATUS_EXPIRED_SCHEMA
+	}
+	return modelv1.Status_STATUS_SUCCEED
 }
 
 // answer is the part of a WriteResponse the comparison needs.

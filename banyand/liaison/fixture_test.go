@@ -106,7 +106,7 @@ func newTestSchema(t testing.TB) *schema.Cache {
 	t.Helper()
 	c := schema.NewCache(nil)
 	var objs []registry.Object
-	for _, m := range []proto.Message{testGroupSchema(), testStreamSchema(), testEntStreamSchema(), testMeasureSchema()} {
+	for _, m := range []proto.Message{testGroupSchema(), testStreamSchema(), testEntStreamSchema(), testMeasureSchema(), testTraceSchema()} {
 		k, err := registry.KeyOf(m)
 		if err != nil {
 			t.Fatal(err)
@@ -122,8 +122,8 @@ func newTestCache(t testing.TB) *layouts {
 	t.Helper()
 	l := newLayouts(discardLogger, newTestSchema(t))
 	s := l.snapshot()
-	if len(s.streams) != 2 || len(s.measures) != 1 {
-		t.Fatalf("test schema not usable: %d streams, %d measures", len(s.streams), len(s.measures))
+	if len(s.streams) != 2 || len(s.measures) != 1 || len(s.traces) != 1 {
+		t.Fatalf("test schema not usable: %d streams, %d measures, %d traces", len(s.streams), len(s.measures), len(s.traces))
 	}
 	return l
 }

@@ -47,6 +47,9 @@ type layout struct {
 	// fields are a measure's fields; a stream has none.
 	fields     []fieldLayout
 	fieldIndex map[string]int
+	// span locates a trace's span id and timestamp tags; nil for streams
+	// and measures.
+	span *spanTags
 }
 
 func newLayout(md *commonv1.Metadata, g *commonv1.Group, families []*databasev1.TagFamilySpec, entity *databasev1.Entity) (*layout, error) {

@@ -15,6 +15,7 @@ import (
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	propertyv1 "github.com/banyand-io/banyand/api/proto/banyandb/property/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	tracev1 "github.com/banyand-io/banyand/api/proto/banyandb/trace/v1"
 	"github.com/banyand-io/banyand/banyand/schema"
 	"github.com/banyand-io/banyand/pkg/queue"
 )
@@ -46,6 +47,7 @@ type Services struct {
 	Stream   *StreamService
 	Measure  *MeasureService
 	Property *PropertyService
+	Trace    *TraceService
 	Version  *VersionService
 }
 
@@ -77,6 +79,7 @@ func NewServices(cfg WriteConfig, deps Deps) *Services {
 		Stream:   &StreamService{writer: w, query: q},
 		Measure:  &MeasureService{writer: w, query: q},
 		Property: newPropertyService(&w, q),
+		Trace:    &TraceService{writer: w, query: q},
 		Version:  newVersionService(),
 	}
 }
@@ -89,4 +92,5 @@ func (s *Services) Register(srv *grpc.Server) {
 	srv.RegisterService(decodeAsClientError(&streamv1.StreamService_ServiceDesc), s.Stream)
 	srv.RegisterService(decodeAsClientError(&measurev1.MeasureService_ServiceDesc), s.Measure)
 	srv.RegisterService(decodeAsClientError(&propertyv1.PropertyService_ServiceDesc), s.Property)
+	srv.RegisterService(decodeAsClientError(&tracev1.TraceService_ServiceDesc), s.Trace)
 }

@@ -25,6 +25,7 @@ type schemaSnapshot struct {
 	src      *schema.Snapshot
 	streams  map[nameKey]*streamLayout
 	measures map[nameKey]*measureLayout
+	traces   map[nameKey]*traceLayout
 }
 
 // layouts derives the liaison's view from the schema cache, once per
@@ -46,7 +47,7 @@ func (l *layouts) snapshot() *schemaSnapshot {
 	if s := l.cur.Load(); s != nil && s.src == src {
 		return s
 	}
-	s := &schemaSnapshot{src: src, streams: map[nameKey]*streamLayout{}, measures: map[nameKey]*measureLayout{}}
+	s := &schemaSnapshot{src: src, streams: map[nameKey]*streamLayout{}, measures: map[nameKey]*measureLayout{}, traces: map[nameKey]*traceLayout{}}
 	for k, m := range src.Streams {
 		if sl, err := newStreamLayout(src.Groups[k.Group], m); err == nil {
 			s.streams[k] = sl
@@ -59,6 +60,13 @@ func (l *layouts) snapshot() *schemaSnapshot {
 			s.measures[k] = ml
 		} else {
 			l.logger.Warn("measure unusable for writes; skipped", "group", k.Group, "name", k.Name, "error", err)
+		}
+	}
+	for k, t := range src.Traces {
+		if tl, err := newTraceLayout(src.Groups[k.Group], t); err == nil {
+			s.traces[k] = tl
+		} else {
+			l.logger.Warn("trace unusable for writes; skipped", "group", k.Group, "name", k.Name, "error", err)
 		}
 	}
 	l.cur.Store(s)

@@ -100,7 +100,7 @@ func (pl *placement) reorder(l *layout, in, out *wire.Point) *writeError {
 		return invalid("%d tag families written but the spec names %d", len(in.FamEnd), len(pl.tags))
 	}
 	out.Reset()
-	out.ElementID, out.Timestamp, out.Seconds, out.Nanos, out.Version = in.ElementID, in.Timestamp, in.Seconds, in.Nanos, in.Version
+	out.ElementID, out.Timestamp, out.Seconds, out.Nanos, out.Version, out.Span = in.ElementID, in.Timestamp, in.Seconds, in.Nanos, in.Version, in.Span
 	for range l.numTags {
 		out.Tags = append(out.Tags, wire.NullValue)
 	}

@@ -50,7 +50,7 @@ type writer struct {
 // model is what differs between the data models' write paths: a data
 // model adds one of these and a wire parser, and shares the rest.
 type model struct {
-	name  string // "stream" or "measure", for logs, metrics and reasons
+	name  string // "stream", "measure" or "trace", for logs, metrics and reasons
 	topic queue.Topic
 	// value names the request's element or data point, for reasons.
 	value string
@@ -63,7 +63,18 @@ type model struct {
 	appendValue func([]byte, *wire.Point) []byte
 	// versioned: a write without a version gets one (see withVersion).
 	versioned bool
-	lookup    func(*schemaSnapshot, nameKey) *layout // nil when unknown
+	// span: the write is a span (prepareSpan), which carries its version
+	// in the request and is always re-encoded (a SpanValue).
+	span bool
+	// appendResponse encodes the answer to one write with status.
+	appendResponse func(b []byte, p *pendingWrite, status string) []byte
+	lookup         func(*schemaSnapshot, nameKey) *layout // nil when unknown
+}
+
+// appendWriteResponse is the stream and measure answer: a stream.v1 or
+// measure.v1 WriteResponse (same fields) with the metadata echoed as it came.
+func appendWriteResponse(b []byte, p *pendingWrite, status string) []byte {
+	return wire.AppendWriteResponse(b, p.messageID, status, p.metadataRaw, p.metadata != nil)
 }
 
 func canonical[T proto.Message](newReq func() T) func([]byte) ([]byte, error) {
@@ -79,10 +90,11 @@ func canonical[T proto.Message](newReq func() T) func([]byte) ([]byte, error) {
 var (
 	streamModel = &model{
 		name: "stream", topic: queue.TopicStreamWrite, value: "element",
-		parse:       wire.ParseStreamRequest,
-		canonical:   canonical(func() *streamv1.WriteRequest { return new(streamv1.WriteRequest) }),
-		decodeSpec:  decodeStreamSpec,
-		appendValue: wire.AppendElement,
+		parse:          wire.ParseStreamRequest,
+		canonical:      canonical(func() *streamv1.WriteRequest { return new(streamv1.WriteRequest) }),
+		decodeSpec:     decodeStreamSpec,
+		appendValue:    wire.AppendElement,
+		appendResponse: appendWriteResponse,
 		lookup: func(s *schemaSnapshot, k nameKey) *layout {
 			if l := s.streams[k]; l != nil {
 				return l.layout
@@ -92,11 +104,12 @@ var (
 	}
 	measureModel = &model{
 		name: "measure", topic: queue.TopicMeasureWrite, value: "data_point",
-		parse:       wire.ParseMeasureRequest,
-		canonical:   canonical(func() *measurev1.WriteRequest { return new(measurev1.WriteRequest) }),
-		decodeSpec:  decodeMeasureSpec,
-		appendValue: wire.AppendDataPoint,
-		versioned:   true,
+		parse:          wire.ParseMeasureRequest,
+		canonical:      canonical(func() *measurev1.WriteRequest { return new(measurev1.WriteRequest) }),
+		decodeSpec:     decodeMeasureSpec,
+		appendValue:    wire.AppendDataPoint,
+		appendResponse: appendWriteResponse,
+		versioned:      true,
 		lookup: func(s *schemaSnapshot, k nameKey) *layout {
 			if l := s.measures[k]; l != nil {
 				return l.layout
@@ -244,7 +257,10 @@ func (s *writeStream) handle(ctx context.Context, r *request, pub queue.BatchPub
 		*buf = make([]byte, 0, n)
 	}
 	var version int64
-	if !s.m.versioned {
+	switch {
+	case s.m.span:
+		version = req.Point.Version // the client's: the higher wins
+	case !s.m.versioned:
 		// Writes of one stream element, on one node or copies on several,
 		// are ordered by when this liaison took them (measures carry their
 		// own version).
@@ -268,6 +284,9 @@ func (s *writeStream) handle(ctx context.Context, r *request, pub queue.BatchPub
 // the request's own bytes, or its values rebuilt in schema order when the
 // spec in force names them in another.
 func (s *writeStream) prepare(l *layout, req *wire.Request) ([]byte, prepared, *writeError) {
+	if s.m.span {
+		return s.prepareSpan(l, req)
+	}
 	if req.Value == nil {
 		return nil, prepared{}, invalid("%s is required", s.m.value)
 	}
@@ -277,19 +296,28 @@ func (s *writeStream) prepare(l *layout, req *wire.Request) ([]byte, prepared, *
 	}
 	value := req.Value
 	if s.spec.active() {
-		pl, werr := s.spec.placement(l, s.m.decodeSpec)
-		if werr == nil {
-			werr = pl.reorder(l, point, &s.ordered)
-		}
-		if werr != nil {
+		var werr *writeError
+		if point, werr = s.bySpec(l, point); werr != nil {
 			return nil, prepared{}, werr
 		}
-		point = &s.ordered
 		s.value = s.m.appendValue(s.value[:0], point)
 		value = s.value
 	}
 	prep, werr := l.prepare(point, s.keyBuf)
 	return value, prep, werr
+}
+
+// bySpec places point's values by the spec in force, in schema order, in
+// s.ordered.
+func (s *writeStream) bySpec(l *layout, point *wire.Point) (*wire.Point, *writeError) {
+	pl, werr := s.spec.placement(l, s.m.decodeSpec)
+	if werr == nil {
+		werr = pl.reorder(l, point, &s.ordered)
+	}
+	if werr != nil {
+		return nil, werr
+	}
+	return &s.ordered, nil
 }
 
 // withVersion returns value, a data point written without a version,
@@ -326,7 +354,7 @@ func serveWrites(w *writer, srv grpc.ServerStream, m *model) error {
 	st := &writeStream{w: w, m: m, recvd: receivedCounter{src: w.counters, label: label, kind: m.name}}
 	var in request // received into, one request at a time
 	answerCount := answeredCounter{src: w.counters, label: label, kind: m.name}
-	send := sendWriteResponse(srv)
+	send := sendWriteResponse(srv, m)
 	sess := writeSession[*request]{
 		logger: w.logger,
 		kind:   m.name,
@@ -346,9 +374,9 @@ func serveWrites(w *writer, srv grpc.ServerStream, m *model) error {
 	return sess.run(srv.Context())
 }
 
-// sendWriteResponse answers one write on srv: a stream.v1 or measure.v1
-// WriteResponse (same fields), with the stream's metadata echoed as it came.
-func sendWriteResponse(srv grpc.ServerStream) func(pendingWrite, modelv1.Status) error {
+// sendWriteResponse answers one write on srv, encoded by m, with the
+// stream's metadata echoed as it came.
+func sendWriteResponse(srv grpc.ServerStream, m *model) func(pendingWrite, modelv1.Status) error {
 	// One frame for the stream: SendMsg has encoded it when it returns,
 	// and only the answer loop sends. The bytes themselves are written
 	// after SendMsg returns, so each response has its own.
@@ -356,7 +384,7 @@ func sendWriteResponse(srv grpc.ServerStream) func(pendingWrite, modelv1.Status)
 	return func(p pendingWrite, st modelv1.Status) error {
 		name := st.String()
 		b := make([]byte, 0, 2*binary.MaxVarintLen64+len(name)+len(p.metadataRaw))
-		resp.Raw = wire.AppendWriteResponse(b, p.messageID, name, p.metadataRaw, p.metadata != nil)
+		resp.Raw = m.appendResponse(b, &p, name)
 		return srv.SendMsg(&resp)
 	}
 }

@@ -27,6 +27,7 @@ func GRPCServerOptions(m *grpcprom.ServerMetrics) []grpc.ServerOption {
 var writeStreamMethods = map[string]bool{
 	"/banyandb.stream.v1.StreamService/Write":   true,
 	"/banyandb.measure.v1.MeasureService/Write": true,
+	"/banyandb.trace.v1.TraceService/Write":     true,
 }
 
 // streamMetricsInterceptor is m's stream interceptor, except that a write

@@ -48,7 +48,7 @@ func (m *Listeners) wrap(topic queue.Topic, l queue.Listener) queue.Listener {
 		inner: l, messages: m.messages.WithLabelValues(t), batches: m.batches.WithLabelValues(t),
 		failures: m.failures.MustCurryWith(prometheus.Labels{"topic": t}),
 	}
-	if topic == queue.TopicStreamWrite || topic == queue.TopicMeasureWrite || topic == queue.TopicPropertyWrite {
+	if topic == queue.TopicStreamWrite || topic == queue.TopicMeasureWrite || topic == queue.TopicPropertyWrite || topic == queue.TopicTraceWrite {
 		cl.commit, cl.bytes = m.commit.WithLabelValues(t), m.bytes.WithLabelValues(t)
 	}
 	return cl

@@ -18,7 +18,7 @@ func NewWriteCounters(reg prometheus.Registerer) *WriteCounters {
 	c := &WriteCounters{
 		received: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "banyand_liaison_writes_received_total",
-			Help: "Client write messages received, by group and kind (stream, measure, property: an Apply or Delete).",
+			Help: "Client write messages received, by group and kind (stream, measure, trace: a span, property: an Apply or Delete).",
 		}, []string{"group", "kind"}),
 		answered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "banyand_liaison_writes_answered_total",

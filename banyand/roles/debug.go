@@ -18,7 +18,7 @@ func delayWrites(listeners map[queue.Topic]queue.Listener, delay time.Duration) 
 	}
 	out := make(map[queue.Topic]queue.Listener, len(listeners))
 	for topic, l := range listeners {
-		if topic != queue.TopicStreamWrite && topic != queue.TopicMeasureWrite && topic != queue.TopicPropertyWrite {
+		if topic != queue.TopicStreamWrite && topic != queue.TopicMeasureWrite && topic != queue.TopicPropertyWrite && topic != queue.TopicTraceWrite {
 			out[topic] = l
 			continue
 		}

@@ -214,7 +214,7 @@ func (s *Storage) handoff(logger *slog.Logger, router *route.Router, marker hand
 	client := pub.New(qcfg, pub.Deps{Placement: router, Logger: logger.With("component", "handoff-publisher")})
 	hand := handoff.New(handoff.Config{
 		Dir:      filepath.Join(s.DataPath, "hints"),
-		Topics:   []queue.Topic{queue.TopicStreamWrite, queue.TopicMeasureWrite, queue.TopicPropertyWrite},
+		Topics:   []queue.Topic{queue.TopicStreamWrite, queue.TopicMeasureWrite, queue.TopicPropertyWrite, queue.TopicTraceWrite},
 		Interval: s.HandoffInterval,
 	}, handoff.Deps{Queue: client, Marker: marker, Logger: logger})
 	return hand, client, nil

@@ -114,7 +114,8 @@ func clientAPIPolicy(method string) (auth.Scope, bool) {
 		return "", true
 	case strings.HasPrefix(service, "grpc.reflection."):
 		return auth.ScopeRead, false
-	case service == "banyandb.stream.v1.StreamService" || service == "banyandb.measure.v1.MeasureService":
+	case service == "banyandb.stream.v1.StreamService" || service == "banyandb.measure.v1.MeasureService" ||
+		service == "banyandb.trace.v1.TraceService":
 		if name == "Write" {
 			return auth.ScopeWrite, false
 		}

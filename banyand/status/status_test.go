@@ -70,6 +70,8 @@ func TestStatusPage(t *testing.T) {
 	add(wc.Answered("sw_metric", "measure", modelv1.Status_STATUS_INVALID_ARGUMENT), 10)
 	add(wc.Received("sw_property", "property"), 5) // property Apply and Delete calls
 	add(wc.Answered("sw_property", "property", modelv1.Status_STATUS_SUCCEED), 5)
+	add(wc.Received("sw_trace", "trace"), 15) // spans
+	add(wc.Answered("sw_trace", "trace", modelv1.Status_STATUS_SUCCEED), 15)
 	p.sample(t0.Add(Interval))
 	add(wc.Received("sw_metric", "measure"), 7) // after the sample: in the total, not the rate
 
@@ -100,6 +102,7 @@ func TestStatusPage(t *testing.T) {
 		`<tr class="error"><td>sw_metric</td><td>measure</td><td>STATUS_INVALID_ARGUMENT</td><td class="num">2.0</td><td class="num">10</td>`,
 		`<td>STATUS_SUCCEED</td><td class="num">8.0</td><td class="num">40</td>`,
 		`<td>sw_property</td><td>property</td><td class="num">1.0</td><td class="num">5</td>`,
+		`<td>sw_trace</td><td>trace</td><td class="num">3.0</td><td class="num">15</td>`,
 		"over the last 5s",
 		// escaping
 		"data-&lt;c&gt;", "empty&lt;g&gt;",

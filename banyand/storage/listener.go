@@ -22,6 +22,9 @@ import (
 //   - TopicPropertyWrite: cluster.v1.PropertyWrite, applied by the
 //     revision rule and committed as one synced write (WriteProperties).
 //   - TopicPropertyQuery: one cluster.v1.PropertyQueryResult per message.
+//   - TopicTraceWrite: cluster.v1.TraceWrite, as the stream and measure
+//     writes (one synced commit a batch).
+//   - TopicTraceQuery: one cluster.v1.TraceQueryResult per message.
 func (s *Store) Listeners() map[queue.Topic]queue.Listener {
 	return map[queue.Topic]queue.Listener{
 		queue.TopicStreamWrite:  queue.ListenerFunc(s.handleStreamWrite),
@@ -32,6 +35,18 @@ func (s *Store) Listeners() map[queue.Topic]queue.Listener {
 			return queue.Result{Errs: s.WriteProperties(ctx, b.Messages)}
 		}),
 		queue.TopicPropertyQuery: queue.ListenerFunc(s.handlePropertyQuery),
+		queue.TopicTraceWrite: queue.ListenerFunc(func(ctx context.Context, b queue.Batch) queue.Result {
+			return queue.Result{Errs: s.write(ctx, b.Messages, newDecoder(tsdb.KindTrace, b.Local))}
+		}),
+		queue.TopicTraceQuery: queue.ListenerFunc(func(ctx context.Context, b queue.Batch) queue.Result {
+			return handleQueries(ctx, b, func(ctx context.Context, m []byte) (proto.Message, error) {
+				var q clusterv1.TraceQuery
+				if err := proto.Unmarshal(m, &q); err != nil {
+					return nil, fmt.Errorf("%w: trace query does not decode: %w", queue.ErrInvalidMessage, err)
+				}
+				return s.QueryTraces(ctx, &q)
+			})
+		}),
 	}
 }
 

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sync"
@@ -28,6 +29,13 @@ func (s *Store) WriteStream(ctx context.Context, msgs [][]byte) []error {
 // DataPointValue.version wins, and the later one wins a tie.
 func (s *Store) WriteMeasure(ctx context.Context, msgs [][]byte) []error {
 	return s.write(ctx, msgs, newDecoder(tsdb.KindMeasure, false))
+}
+
+// WriteTrace is WriteStream for marshalled clusterv1.TraceWrite messages
+// (one span each). Of several writes of one span (trace, timestamp, span
+// id) the one with the highest version wins, and the later one wins a tie.
+func (s *Store) WriteTrace(ctx context.Context, msgs [][]byte) []error {
+	return s.write(ctx, msgs, newDecoder(tsdb.KindTrace, false))
 }
 
 func (s *Store) write(ctx context.Context, msgs [][]byte, d *decoder) []error {
@@ -58,6 +66,11 @@ func (s *Store) write(ctx context.Context, msgs [][]byte, d *decoder) []error {
 		}
 		ws = append(ws, w)
 		idx = append(idx, i)
+		if d.kind == tsdb.KindTrace {
+			// The span's entry in the time index, in the same commit.
+			ws = append(ws, d.traceTime(w))
+			idx = append(idx, i)
+		}
 		if s.holders != nil {
 			pairs = addPair(pairs, holderPair{w.Group, d.w.Shard})
 		}
@@ -121,6 +134,9 @@ func invalid(format string, args ...any) error {
 // strings once, not once a message.
 type decoder struct {
 	kind tsdb.Kind
+	// timeSeries is TraceTimeSeries(timeName), kept for the batch's name.
+	timeName   string
+	timeSeries []byte
 	// local: the batch is queue.Batch.Local, its values parsed and checked
 	// by this process's liaison; they are not read again (wire.Options).
 	opts        wire.Options
@@ -133,8 +149,11 @@ func newDecoder(kind tsdb.Kind, local bool) *decoder {
 }
 
 func (d *decoder) parse(m []byte) error {
-	if d.kind == tsdb.KindStream {
+	switch d.kind {
+	case tsdb.KindStream:
 		return wire.ParseStreamWrite(m, &d.w, d.opts)
+	case tsdb.KindTrace:
+		return wire.ParseTraceWrite(m, &d.w, d.opts)
 	}
 	return wire.ParseMeasureWrite(m, &d.w, d.opts)
 }
@@ -142,8 +161,11 @@ func (d *decoder) parse(m []byte) error {
 // canonical re-encodes a write whose fields protobuf merges, each once.
 func (d *decoder) canonical(m []byte) ([]byte, error) {
 	var msg proto.Message = new(clusterv1.MeasureWrite)
-	if d.kind == tsdb.KindStream {
+	switch d.kind {
+	case tsdb.KindStream:
 		msg = new(clusterv1.StreamWrite)
+	case tsdb.KindTrace:
+		msg = new(clusterv1.TraceWrite)
 	}
 	if err := proto.Unmarshal(m, msg); err != nil {
 		return nil, err
@@ -168,9 +190,15 @@ func (d *decoder) decode(m []byte) (tsdb.Write, error) {
 		return tsdb.Write{}, invalid("%v write %s/%s has no value", d.kind, w.Group, w.Name)
 	}
 	p := &cw.Point
-	if d.kind == tsdb.KindStream {
+	switch d.kind {
+	case tsdb.KindStream:
 		w.ElementID, w.Version = string(p.ElementID), cw.Version
-	} else {
+	case tsdb.KindTrace:
+		if len(p.ElementID) == 0 {
+			return tsdb.Write{}, invalid("trace write %s/%s has no span id", w.Group, w.Name)
+		}
+		w.ElementID, w.Version = string(p.ElementID), cw.Version
+	default:
 		w.Version = p.Version
 	}
 	ts, ok := p.UnixNano()
@@ -183,6 +211,26 @@ func (d *decoder) decode(m []byte) (tsdb.Write, error) {
 		return tsdb.Write{}, invalid("%v write: %v", d.kind, err)
 	}
 	return w, nil
+}
+
+// TraceTimeSeries is the series key of a trace name's time index
+// (tsdb.KindTraceTime): one series, so a time range is one key range.
+func TraceTimeSeries(name string) []byte { return append([]byte{0xff, 't'}, name...) }
+
+// traceTime is the time index entry of span w: keyed by its timestamp,
+// its trace's series key and its span id, holding the span without its
+// bytes (criteria read it; the span is read from w's record).
+func (d *decoder) traceTime(w tsdb.Write) tsdb.Write {
+	if d.timeSeries == nil || d.timeName != w.Name {
+		d.timeName, d.timeSeries = w.Name, TraceTimeSeries(w.Name)
+	}
+	eid := binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64+len(w.SeriesKey)+len(w.ElementID)), uint64(len(w.SeriesKey)))
+	eid = append(append(eid, w.SeriesKey...), w.ElementID...)
+	return tsdb.Write{
+		Kind: tsdb.KindTraceTime, Group: w.Group, Name: w.Name, SeriesKey: d.timeSeries,
+		Timestamp: w.Timestamp, ElementID: string(eid), Version: w.Version,
+		Value: wire.AppendSpanIndex(make([]byte, 0, len(w.Value)), w.Value),
+	}
 }
 
 // reuse returns *last if it equals v (compared without converting), else

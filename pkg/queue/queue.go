@@ -26,6 +26,10 @@ const (
 	// Delete), TopicPropertyQuery cluster.v1.PropertyQuery.
 	TopicPropertyWrite Topic = "property-write"
 	TopicPropertyQuery Topic = "property-query"
+	// TopicTraceWrite carries cluster.v1.TraceWrite (one span),
+	// TopicTraceQuery cluster.v1.TraceQuery.
+	TopicTraceWrite Topic = "trace-write"
+	TopicTraceQuery Topic = "trace-query"
 )
 
 // Errors callers branch on; implementations wrap them with detail.

@@ -21,8 +21,10 @@ type Point struct {
 	Tags   []Value
 	FamEnd []int
 	Fields []Value // measure only
-	// Version is the data point's version (measure only).
+	// Version is the data point's version (measure), or the span's (trace).
 	Version int64
+	// Span is a span's bytes (trace only).
+	Span []byte
 	// Merged: a singular field occurs more than once (see the package doc).
 	Merged bool
 }
@@ -63,7 +65,16 @@ func ParseElement(b []byte, p *Point) error { return parseElement(b, p, false) }
 // parseElement is ParseElement; skipValues leaves the tag families unread
 // (see Options).
 func parseElement(b []byte, p *Point, skipValues bool) error {
+	return parseElementLike(b, p, skipValues, false)
+}
+
+// parseElementLike reads an ElementValue or, when span, a
+// cluster.v1.SpanValue, laid out alike: an id (1), the timestamp (2) and
+// the tags (3: repeated families of an element, one family of a span),
+// and a span's bytes (4).
+func parseElementLike(b []byte, p *Point, skipValues, span bool) error {
 	p.Reset()
+	tags := false
 	for len(b) > 0 {
 		f, n, err := next(b)
 		if err != nil {
@@ -82,8 +93,16 @@ func parseElement(b []byte, p *Point, skipValues bool) error {
 		case 2:
 			err = p.timestamp(f.v)
 		case 3:
+			// A span's tags are a singular message: a second occurrence
+			// merges into the first.
+			p.Merged = p.Merged || span && tags
+			tags = true
 			if !skipValues {
 				err = p.family(f.v)
+			}
+		case 4:
+			if span {
+				p.Span = f.v
 			}
 		}
 		if err != nil {

@@ -104,7 +104,11 @@ type WriteResponse struct {
 
 // ParseWriteResponse reads message_id (1) and status (2) of a write
 // response; metadata (3) is validated and skipped.
-func ParseWriteResponse(b []byte, r *WriteResponse) error {
+func ParseWriteResponse(b []byte, r *WriteResponse) error { return parseWriteResponse(b, r, 1, 2, 3) }
+
+// parseWriteResponse reads a write response whose id, status and
+// metadata are fields idNum, statusNum and mdNum.
+func parseWriteResponse(b []byte, r *WriteResponse, idNum, statusNum, mdNum protowire.Number) error {
 	*r = WriteResponse{}
 	for len(b) > 0 {
 		f, n, err := next(b)
@@ -113,14 +117,14 @@ func ParseWriteResponse(b []byte, r *WriteResponse) error {
 		}
 		b = b[n:]
 		switch {
-		case f.num == 1 && f.typ == protowire.VarintType:
+		case f.num == idNum && f.typ == protowire.VarintType:
 			r.MessageID = f.x
-		case f.num == 2 && f.typ == protowire.BytesType:
+		case f.num == statusNum && f.typ == protowire.BytesType:
 			if err := checkUTF8(f.v, "status"); err != nil {
 				return err
 			}
 			r.Status = f.v
-		case f.num == 3 && f.typ == protowire.BytesType:
+		case f.num == mdNum && f.typ == protowire.BytesType:
 			if err := validate(f.v, metadataShape); err != nil {
 				return err
 			}

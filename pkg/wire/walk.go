@@ -148,4 +148,6 @@ var (
 	tagFamilySpecShape = shape{1: sString, 2: sString}
 	// measure.v1.DataPointSpec: tag_family_spec 1 (messages), field_names 2.
 	dataPointSpecShape = shape{2: sString}
+	// trace.v1.TagSpec: tag_names (1).
+	traceTagSpecShape = shape{1: sString}
 )

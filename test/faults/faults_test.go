@@ -28,25 +28,33 @@ const (
 // acknowledged is lost, nothing is read twice.
 func TestKillDataNodeUnderLoad(t *testing.T) {
 	u := startUnderLoad(t)
-	c, nodes, conn, ld := u.c, u.nodes, u.conn, u.ld
-	killedAt := time.Now()
-	nodes[1].p.kill()
-	t.Logf("killed %s (SIGKILL) after %d acks", nodes[1].name, ld.acked.Load())
-	time.Sleep(faultWindow)
-	restartAt := time.Now()
-	c.startDataNode(nodes[1])
-	t.Logf("restarted %s (same name and data path) in %s", nodes[1].name, time.Since(restartAt).Round(time.Millisecond))
-	time.Sleep(faultWindow)
-	outs := ld.finish()
+	conn, ld := u.conn, u.ld
+	killedAt, restartAt, outs := killAndRestart(t, u.c, u.nodes[1], ld)
 
 	res := ld.verify(conn, outs)
 	t.Logf("kill -9 data node: %s", res)
 	survivor, err := ackedBetween(outs, killedAt, restartAt)
 	t.Logf("writes sent after the kill and acknowledged before the restart: %d", survivor)
 	if err != nil {
-		t.Errorf("no write succeeded on the survivor while %s was down", nodes[1].name)
+		t.Errorf("no write succeeded on the survivor while %s was down", u.nodes[1].name)
 	}
 	checkNoLossNoDup(t, res)
+}
+
+// killAndRestart kills node with SIGKILL under ld, lets the load run
+// faultWindow, restarts it with the same name and data path, lets the load
+// run faultWindow more and finishes it.
+func killAndRestart(t *testing.T, c *cluster, node *dataNode, ld *load) (killedAt, restartAt time.Time, outs []outcome) {
+	t.Helper()
+	killedAt = time.Now()
+	node.p.kill()
+	t.Logf("killed %s (SIGKILL) after %d acks", node.name, ld.acked.Load())
+	time.Sleep(faultWindow)
+	restartAt = time.Now()
+	c.startDataNode(node)
+	t.Logf("restarted %s (same name and data path) in %s", node.name, time.Since(restartAt).Round(time.Millisecond))
+	time.Sleep(faultWindow)
+	return killedAt, restartAt, ld.finish()
 }
 
 // The liaison is killed with SIGKILL under load and a new one started on

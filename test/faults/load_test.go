@@ -139,18 +139,68 @@ type outcome struct {
 type loadOpts struct {
 	pad      int // bytes of binary padding per message (a second tag family); 0 = none
 	inFlight int // unanswered messages per Write stream; 0 = maxInFlight
+	// open opens one Write stream; nil: stream elements (openElementStream).
+	open func(ctx context.Context, l *load) (writeStream, error)
+}
+
+// writeStream is one client Write stream of a load: send writes message
+// seq with id, recv returns the next answer's id and status.
+type writeStream interface {
+	send(seq int64, id uint64) error
+	recv() (id uint64, status string, err error)
+	CloseSend() error
+}
+
+// elementStream writes the load's stream elements.
+type elementStream struct {
+	streamv1.StreamService_WriteClient
+	l   *load
+	md  *commonv1.Metadata
+	pad *modelv1.TagFamilyForWrite
+}
+
+func openElementStream(conn *grpc.ClientConn) func(context.Context, *load) (writeStream, error) {
+	client := streamv1.NewStreamServiceClient(conn)
+	return func(ctx context.Context, l *load) (writeStream, error) {
+		ws, err := client.Write(ctx)
+		if err != nil {
+			return nil, err
+		}
+		es := &elementStream{StreamService_WriteClient: ws, l: l, md: &commonv1.Metadata{Group: group, Name: streamName}}
+		if l.opts.pad > 0 {
+			es.pad = &modelv1.TagFamilyForWrite{Tags: []*modelv1.TagValue{{Value: &modelv1.TagValue_BinaryData{BinaryData: make([]byte, l.opts.pad)}}}}
+		}
+		return es, nil
+	}
+}
+
+func (s *elementStream) send(seq int64, id uint64) error {
+	ms := s.l.millis(seq)
+	req := &streamv1.WriteRequest{Metadata: s.md, MessageId: id, Element: &streamv1.ElementValue{
+		ElementId:   s.l.elementID(seq),
+		Timestamp:   &timestamppb.Timestamp{Seconds: ms / 1000, Nanos: int32(ms%1000) * 1e6},
+		TagFamilies: []*modelv1.TagFamilyForWrite{{Tags: []*modelv1.TagValue{svcTag(seq % entities)}}},
+	}}
+	if s.pad != nil {
+		req.Element.TagFamilies = append(req.Element.TagFamilies, s.pad)
+	}
+	return s.Send(req)
+}
+
+func (s *elementStream) recv() (uint64, string, error) {
+	r, err := s.Recv()
+	return r.GetMessageId(), r.GetStatus(), err
 }
 
 // load is a background writer: writers Write streams, each reopened when
-// it breaks, sending stream elements with unique ids; it records the final
-// status of every message it sent.
+// it breaks, sending stream elements (or spans, see spanLoad) with unique
+// ids; it records the final status of every message it sent.
 type load struct {
-	t      *testing.T
-	client streamv1.StreamServiceClient
-	md     *commonv1.Metadata
-	runID  string
-	opts   loadOpts
-	base   int64 // ms: message seq has timestamp base + seq/entities
+	t     *testing.T
+	open  func(ctx context.Context, l *load) (writeStream, error)
+	runID string
+	opts  loadOpts
+	base  int64 // ms: message seq has timestamp base + seq/entities
 
 	next     atomic.Int64
 	acked    atomic.Int64
@@ -211,10 +261,12 @@ func startLoadWith(t *testing.T, conn *grpc.ClientConn, opts loadOpts) *load {
 	}
 	var id [4]byte
 	_, _ = rand.Read(id[:])
+	if opts.open == nil {
+		opts.open = openElementStream(conn)
+	}
 	l := &load{
 		t:        t,
-		client:   streamv1.NewStreamServiceClient(conn),
-		md:       &commonv1.Metadata{Group: group, Name: streamName},
+		open:     opts.open,
 		runID:    "f" + hex.EncodeToString(id[:]),
 		opts:     opts,
 		base:     time.Now().UnixMilli(),
@@ -287,7 +339,7 @@ func (l *load) writer(ctx context.Context) {
 func (l *load) session(ctx context.Context, tick *time.Ticker) {
 	streamCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ws, err := l.client.Write(streamCtx)
+	ws, err := l.open(streamCtx, l)
 	if err != nil {
 		return
 	}
@@ -295,29 +347,25 @@ func (l *load) session(ctx context.Context, tick *time.Ticker) {
 	var mu sync.Mutex
 	pending := map[uint64]int64{} // message id -> seq
 	slots := make(chan struct{}, l.opts.inFlight)
-	var pad *modelv1.TagFamilyForWrite
-	if l.opts.pad > 0 {
-		pad = &modelv1.TagFamilyForWrite{Tags: []*modelv1.TagValue{{Value: &modelv1.TagValue_BinaryData{BinaryData: make([]byte, l.opts.pad)}}}}
-	}
 	recvDone := make(chan struct{})
 	go func() {
 		defer close(recvDone)
 		for {
-			r, err := ws.Recv()
+			rid, st, err := ws.recv()
 			if err != nil {
 				return
 			}
 			now := time.Now()
 			mu.Lock()
-			seq, ok := pending[r.GetMessageId()]
-			delete(pending, r.GetMessageId())
+			seq, ok := pending[rid]
+			delete(pending, rid)
 			if ok {
 				o := &l.outcomes[seq]
-				o.answered, o.answeredAt, o.status = true, now, r.GetStatus()
+				o.answered, o.answeredAt, o.status = true, now, st
 			}
 			mu.Unlock()
 			if ok {
-				if r.GetStatus() == statusOK {
+				if st == statusOK {
 					l.acked.Add(1)
 				}
 				<-slots
@@ -346,20 +394,11 @@ send:
 			break
 		}
 		id++
-		ms := l.millis(seq)
-		req := &streamv1.WriteRequest{Metadata: l.md, MessageId: id, Element: &streamv1.ElementValue{
-			ElementId:   l.elementID(seq),
-			Timestamp:   &timestamppb.Timestamp{Seconds: ms / 1000, Nanos: int32(ms%1000) * 1e6},
-			TagFamilies: []*modelv1.TagFamilyForWrite{{Tags: []*modelv1.TagValue{svcTag(seq % entities)}}},
-		}}
-		if pad != nil {
-			req.Element.TagFamilies = append(req.Element.TagFamilies, pad)
-		}
 		mu.Lock()
 		l.outcomes[seq].sent, l.outcomes[seq].sentAt = true, time.Now()
 		pending[id] = seq
 		mu.Unlock()
-		if err := ws.Send(req); err != nil {
+		if err := ws.send(seq, id); err != nil {
 			// Not sent: the stream is broken (Recv tells why).
 			mu.Lock()
 			delete(pending, id)
@@ -438,6 +477,13 @@ func msTimestamp(ms int64) *timestamppb.Timestamp {
 // passes; it returns the last tally.
 func (l *load) verify(conn *grpc.ClientConn, outs []outcome) counts {
 	l.t.Helper()
+	return verifyOutcomes(l.t, outs, func() (map[int64]int, error) { return l.readBack(conn, int64(len(outs))) })
+}
+
+// verifyOutcomes is verify with readBack returning how many times each
+// seq was read.
+func verifyOutcomes(t *testing.T, outs []outcome, readBack func() (map[int64]int, error)) counts {
+	t.Helper()
 	var c counts
 	c.failedBy = map[string]int{}
 	for _, o := range outs {
@@ -459,7 +505,7 @@ func (l *load) verify(conn *grpc.ClientConn, outs []outcome) counts {
 	prevReadable := -1
 	var lastErr error
 	for {
-		seen, err := l.readBack(conn, int64(len(outs)))
+		seen, err := readBack()
 		if err == nil {
 			c.readable, c.lost, c.duplicates, c.lostSample = 0, 0, 0, nil
 			for seq, k := range seen {
@@ -485,7 +531,7 @@ func (l *load) verify(conn *grpc.ClientConn, outs []outcome) counts {
 		}
 		if time.Now().After(deadline) {
 			if prevReadable < 0 {
-				l.t.Fatalf("no complete read-back within %s: %v", verifyLimit, lastErr)
+				t.Fatalf("no complete read-back within %s: %v", verifyLimit, lastErr)
 			}
 			return c
 		}

@@ -24,6 +24,15 @@ const (
 	// name, id) at timestamp 0, its element id the property's id, versioned
 	// by its revision like a measure data point (docs/design/properties.md).
 	KindProperty Kind = 0x04
+	// KindTrace prefixes span keys: the series is the trace (its name and
+	// trace id), the element id the span id; versioned by the write's
+	// version like a measure data point (docs/design/traces.md).
+	KindTrace Kind = 0x05
+	// KindTraceTime prefixes the spans' time index: one record a span in
+	// one series per trace name, so a time range of a name's spans is one
+	// contiguous key range; its element id is the span's trace series key
+	// (length-prefixed) and span id, its value the span without its bytes.
+	KindTraceTime Kind = 0x06
 )
 
 // versioned kinds keep, of several writes of one key, the one with the
@@ -31,7 +40,9 @@ const (
 // merge and in scans: every data kind. A stream element's version is the
 // liaison's clock reading (0 for one stored without), so a copy handed off
 // or re-placed late never hides a later write of the element.
-func (k Kind) versioned() bool { return k == KindStream || k == KindMeasure || k == KindProperty }
+func (k Kind) versioned() bool {
+	return k == KindStream || k == KindMeasure || k == KindProperty || k == KindTrace || k == KindTraceTime
+}
 
 // valueVersion reads the version of a stored value of kind k without
 // parsing the rest.
@@ -51,6 +62,10 @@ func (k Kind) String() string {
 		return "measure"
 	case KindProperty:
 		return "property"
+	case KindTrace:
+		return "trace"
+	case KindTraceTime:
+		return "trace-time"
 	default:
 		return fmt.Sprintf("kind(%d)", byte(k))
 	}
@@ -66,6 +81,8 @@ var errMalformed = errors.New("tsdb: malformed stored record")
 //
 //	stream  = 0x02 lp(group) be64s(segment start) lp(name) be64(xxhash64(series key)) be64s(ts) element id
 //	measure = 0x03 lp(group) be64s(segment start) lp(name) be64(xxhash64(series key)) be64s(ts)
+//	trace   = 0x05 lp(group) be64s(segment start) lp(name) be64(xxhash64(series key)) be64s(ts) span id
+//	trace-time = 0x06 lp(group) be64s(segment start) lp(name) be64(xxhash64(time series)) be64s(ts) lp(series key) span id
 //	segment = 0x01 kind lp(group) be64s(segment start)            → be64s(segment end)
 //
 // lp is uvarint(len) followed by the bytes, be64s an int64 big-endian with the
@@ -153,6 +170,7 @@ func prefixEnd(p []byte) []byte {
 //	stream  = format:1 lp(series key) marshalled ElementValue
 //	        | format:2 be64s(version) lp(series key) marshalled ElementValue
 //	measure = format:1 be64s(version) lp(series key) marshalled DataPointValue
+//	trace   = format:1 be64s(version) lp(series key) marshalled cluster.v1.SpanValue
 //
 // A stream element written with a version (the liaison's, which orders
 // copies on different nodes) is stored in format 2; one without, and every

@@ -34,7 +34,7 @@ type Write struct {
 // write before batching, so that one bad write fails alone.
 func (w *Write) Validate() error {
 	switch {
-	case w.Kind != KindStream && w.Kind != KindMeasure && w.Kind != KindProperty:
+	case w.Kind < KindStream || w.Kind > KindTraceTime:
 		return fmt.Errorf("tsdb: unknown kind %v", w.Kind)
 	case w.Group == "":
 		return errors.New("tsdb: empty group")
