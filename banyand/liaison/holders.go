@@ -13,9 +13,11 @@ import (
 // DataHolders says which data nodes a query of a group cannot do without
 // but cannot reach.
 type DataHolders interface {
-	// Unreachable lists the nodes that hold data of group but are not in
-	// the node table now, each with the shards it holds, sorted by name.
-	Unreachable(group string) []Unreachable
+	// Unreachable lists the nodes that hold data of group but are not
+	// reachable, each with the shards it holds, sorted by name: not in the
+	// node table now, or, when answered is not nil, not among the nodes
+	// that answered the query.
+	Unreachable(group string, answered map[string]bool) []Unreachable
 }
 
 // Unreachable is a node holding data of a group that a query would not
@@ -77,7 +79,7 @@ func (h *Holders) Ready() <-chan struct{} { return h.ready }
 // query asks every live node; a write acknowledged with fewer copies was
 // hinted, and until the hint is handed off the hinting node may hold its
 // only copy.
-func (h *Holders) Unreachable(group string) []Unreachable {
+func (h *Holders) Unreachable(group string, answered map[string]bool) []Unreachable {
 	p := h.cur.Load()
 	if p == nil {
 		return nil
@@ -87,9 +89,12 @@ func (h *Holders) Unreachable(group string) []Unreachable {
 		return nil
 	}
 	t := h.router.Current()
-	live := map[string]bool{}
-	for _, n := range t.Members() {
-		live[n.Name] = true
+	live := answered
+	if live == nil {
+		live = map[string]bool{}
+		for _, n := range t.Members() {
+			live[n.Name] = true
+		}
 	}
 	g, _ := t.Group(group)
 	// liveHolders counts, per shard, the live nodes holding it.

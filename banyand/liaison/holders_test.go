@@ -29,7 +29,7 @@ func TestHoldersUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := NewHolders(router)
-	if got := h.Unreachable("g"); got != nil {
+	if got := h.Unreachable("g", nil); got != nil {
 		t.Fatalf("before any record: %v", got)
 	}
 	select {
@@ -43,11 +43,11 @@ func TestHoldersUnreachable(t *testing.T) {
 	}
 	h.Set(held, nil)
 	<-h.Ready()
-	got := h.Unreachable("g")
+	got := h.Unreachable("g", nil)
 	if len(got) != 2 || got[0].String() != "data-1 (shards [2 3])" || got[1].Node != "data-2" {
 		t.Fatalf("unreachable = %v", got)
 	}
-	if got := h.Unreachable("nope"); got != nil {
+	if got := h.Unreachable("nope", nil); got != nil {
 		t.Fatalf("unreachable of a group nobody holds = %v", got)
 	}
 
@@ -55,7 +55,7 @@ func TestHoldersUnreachable(t *testing.T) {
 	if _, err := router.Update([]route.Node{{Name: "data-0", Addr: "a:1"}}, []route.Group{{Name: "g", ShardNum: 4, Replicas: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	got = h.Unreachable("g")
+	got = h.Unreachable("g", nil)
 	if len(got) != 1 || got[0].String() != "data-1 (shards [2 3])" {
 		t.Fatalf("unreachable with replicas = %v, want data-1's shards 2 and 3 only (data-0 holds shard 1)", got)
 	}
@@ -63,15 +63,26 @@ func TestHoldersUnreachable(t *testing.T) {
 	// A node away that keeps hints of a shard may hold the only copy of
 	// some of its writes: another live holder does not cover it.
 	h.Set(held, map[string]map[string][]uint32{"g": {"data-2": {1}}})
-	got = h.Unreachable("g")
+	got = h.Unreachable("g", nil)
 	if len(got) != 2 || got[1].String() != "data-2 (shards [1])" {
 		t.Fatalf("unreachable with data-2 hinting shard 1 = %v, want data-2's shard 1 too", got)
+	}
+
+	// Against the nodes that answered rather than the table: data-0 is in
+	// the table, but a query it did not answer misses it.
+	h.Set(held, nil)
+	if _, err := router.Update([]route.Node{{Name: "data-0", Addr: "a:1"}}, []route.Group{{Name: "g", ShardNum: 4}}); err != nil {
+		t.Fatal(err)
+	}
+	got = h.Unreachable("g", map[string]bool{"data-1": true, "data-2": true})
+	if len(got) != 1 || got[0].String() != "data-0 (shards [0 1])" {
+		t.Fatalf("unreachable when data-1 and data-2 answered = %v, want data-0's shards", got)
 	}
 }
 
 type fixedHolders []Unreachable
 
-func (f fixedHolders) Unreachable(string) []Unreachable { return f }
+func (f fixedHolders) Unreachable(string, map[string]bool) []Unreachable { return f }
 
 type countingCounter struct{ n atomic.Int64 }
 
@@ -149,5 +160,37 @@ func TestStreamQueryKeepsTheLaterCopy(t *testing.T) {
 	slices.Sort(got)
 	if want := []string{"x=new", "x=other series", "y=only"}; !slices.Equal(got, want) {
 		t.Fatalf("elements %v, want %v", got, want)
+	}
+}
+
+// TestQueryChecksTheNodesThatAnswered: the node table may change between
+// the holder check and the broadcast (a holder's lease expires): a node
+// holding data of the group that was live when checked but did not answer
+// fails the query, never an OK answer without its data.
+func TestQueryChecksTheNodesThatAnswered(t *testing.T) {
+	router := route.NewRouter()
+	if _, err := router.Update([]route.Node{{Name: "a", Addr: "a:1"}, {Name: "b", Addr: "b:1"}},
+		[]route.Group{{Name: testGroup, ShardNum: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	holders := NewHolders(router)
+	holders.Set(map[string]map[string][]uint32{testGroup: {"a": {0}, "b": {1}}}, nil)
+	empty, err := proto.Marshal(&clusterv1.StreamQueryResult{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b is in the table the check reads; the broadcast reached a only.
+	q := &replyingQueue{fakeQueue: &fakeQueue{}, replies: []queue.Reply{{Node: "a", Payload: empty}}}
+	svc := NewServices(WriteConfig{}, Deps{Logger: discardLogger, Schema: newTestSchema(t), Queue: q, Now: testNow, Holders: holders})
+	ts := timestamppb.New(time.Unix(100, 0))
+	_, err = svc.Stream.Query(context.Background(), &streamv1.QueryRequest{Groups: []string{testGroup}, Name: "s",
+		TimeRange: &modelv1.TimeRange{Begin: ts, End: ts}})
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "b (shards [1])") {
+		t.Fatalf("query answered by a only while b holds data: %v, want UNAVAILABLE naming b", err)
+	}
+	q.replies = append(q.replies, queue.Reply{Node: "b", Payload: empty})
+	if _, err := svc.Stream.Query(context.Background(), &streamv1.QueryRequest{Groups: []string{testGroup}, Name: "s",
+		TimeRange: &modelv1.TimeRange{Begin: ts, End: ts}}); err != nil {
+		t.Fatalf("query answered by both holders: %v", err)
 	}
 }

@@ -74,15 +74,12 @@ func queryTime(ts *timestamppb.Timestamp) bool {
 // replies. A node that cannot answer fails the query: a partial answer
 // would silently hide acknowledged writes.
 func (q *querier) scatter(ctx context.Context, topic queue.Topic, group string, payload []byte) ([][]byte, error) {
-	if q.holders != nil {
-		if away := q.holders.Unreachable(group); len(away) > 0 {
-			if !q.allowPartial {
-				return nil, status.Errorf(codes.Unavailable, "query group %q: data node(s) %v hold data of it and are not available; "+
-					"the answer would miss their acknowledged writes", group, away)
-			}
-			q.partial.Inc()
-			q.logger.Warn("partial query answer: holders unreachable", "group", group, "unreachable", fmt.Sprint(away))
-		}
+	// Checked before asking (fail fast on a node known to be away) and
+	// again against the nodes that answered: the node table the broadcast
+	// read may be newer than the one checked, without a holder in it.
+	partial := false
+	if err := q.checkHolders(group, nil, &partial); err != nil {
+		return nil, err
 	}
 	replies, err := q.queue.Broadcast(ctx, topic, group, payload)
 	if err != nil {
@@ -102,7 +99,38 @@ func (q *querier) scatter(ctx context.Context, topic queue.Topic, group string, 
 		}
 		out = append(out, r.Payload)
 	}
+	answered := make(map[string]bool, len(replies))
+	for _, r := range replies {
+		answered[r.Node] = true
+	}
+	if err := q.checkHolders(group, answered, &partial); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// checkHolders fails the query of group if a node holding its data is
+// not reachable (answered: see DataHolders), unless partial answers are
+// allowed: then it counts the query once (partial says it was) and lets
+// it go on.
+func (q *querier) checkHolders(group string, answered map[string]bool, partial *bool) error {
+	if q.holders == nil {
+		return nil
+	}
+	away := q.holders.Unreachable(group, answered)
+	if len(away) == 0 {
+		return nil
+	}
+	if !q.allowPartial {
+		return status.Errorf(codes.Unavailable, "query group %q: data node(s) %v hold data of it and are not available; "+
+			"the answer would miss their acknowledged writes", group, away)
+	}
+	if !*partial {
+		*partial = true
+		q.partial.Inc()
+		q.logger.Warn("partial query answer: holders unreachable", "group", group, "unreachable", fmt.Sprint(away))
+	}
+	return nil
 }
 
 // page applies offset and limit to merged, ordered results.
