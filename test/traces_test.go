@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 	"google.golang.org/protobuf/proto"
 
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
@@ -232,5 +233,50 @@ func TestClusterTracesReadableWhenANodeStops(t *testing.T) {
 			t.Fatalf("trace %s with a node stopped: %v (%v)", id, resp, err)
 		}
 		checkTrace(t, id+" with a node stopped", resp.GetTraces()[0], byTrace[id], segmentTags)
+	}
+}
+
+// MATCH on a trace tag analyzes with the analyzer of the index rule bound
+// to the trace (the url analyzer here, on endpoint_id =
+// "svc-N/endpoint-(i%3)"); a tag no rule analyzes is InvalidArgument.
+func TestTraceMatch(t *testing.T) {
+	conn, _ := startStandalone(t, t.TempDir())
+	createTraceSchema(t, conn, 2, 0)
+	start := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	var writes []*oapTraceWrite
+	for i := range 30 {
+		writes = append(writes, oapSegment(traceGroup, i, 0, start))
+	}
+	res, err := flushTraces(conn, writes)
+	checkFlush(t, "spans", res, err, len(writes))
+	ctx := ctxT(t)
+	if _, err := databasev1.NewIndexRuleRegistryServiceClient(conn).Create(ctx, &databasev1.IndexRuleRegistryServiceCreateRequest{IndexRule: &databasev1.IndexRule{
+		Metadata: &commonv1.Metadata{Group: traceGroup, Name: "endpoint_url"}, Tags: []string{"endpoint_id"}, Type: databasev1.IndexRule_TYPE_INVERTED, Analyzer: "url",
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := databasev1.NewIndexRuleBindingRegistryServiceClient(conn).Create(ctx, &databasev1.IndexRuleBindingRegistryServiceCreateRequest{IndexRuleBinding: &databasev1.IndexRuleBinding{
+		Metadata: &commonv1.Metadata{Group: traceGroup, Name: "segment-match"}, Rules: []string{"endpoint_url"},
+		Subject:  &databasev1.Subject{Catalog: commonv1.Catalog_CATALOG_TRACE, Name: "segment"},
+		BeginAt:  timestamppb.New(start.Add(-time.Hour)), ExpireAt: timestamppb.New(start.Add(24 * time.Hour)),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	match := func(tag, text string) (*tracev1.QueryResponse, error) {
+		return tracev1.NewTraceServiceClient(conn).Query(ctxT(t), &tracev1.QueryRequest{Groups: []string{traceGroup}, Name: "segment", Limit: 100,
+			Criteria: &modelv1.Criteria{Exp: &modelv1.Criteria_Condition{Condition: &modelv1.Condition{
+				Name: tag, Op: modelv1.Condition_BINARY_OP_MATCH, Value: strValue(text),
+				MatchOption: &modelv1.Condition_MatchOption{Operator: modelv1.Condition_MatchOption_OPERATOR_AND},
+			}}}})
+	}
+	resp, err := match("endpoint_id", "endpoint 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(resp.GetTraces()); n != 10 {
+		t.Errorf("MATCH endpoint_id [endpoint 2]: %d traces, want the 10 with i%%3 = 2", n)
+	}
+	if _, err := match("service_instance_id", "svc"); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("MATCH on a tag no rule analyzes: %v, want InvalidArgument", err)
 	}
 }

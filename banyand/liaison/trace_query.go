@@ -136,6 +136,9 @@ type spanRef struct {
 func (s *TraceService) ask(ctx context.Context, p tracePlan, req *tracev1.QueryRequest, ids []string) ([]*clusterv1.TraceQueryResult, error) {
 	one := proto.CloneOf(req)
 	one.Groups = []string{p.group}
+	if err := s.schema.withAnalyzers(p.group, req.GetName(), commonv1.Catalog_CATALOG_TRACE, one.GetCriteria()); err != nil {
+		return nil, err
+	}
 	payload, err := proto.Marshal(&clusterv1.TraceQuery{Request: one, Schema: p.layout.schema, OrderTag: p.orderTag, TraceIds: ids})
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "encode query: %v", err)
