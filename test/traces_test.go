@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/timestamppb"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
@@ -257,8 +257,8 @@ func TestTraceMatch(t *testing.T) {
 	}
 	if _, err := databasev1.NewIndexRuleBindingRegistryServiceClient(conn).Create(ctx, &databasev1.IndexRuleBindingRegistryServiceCreateRequest{IndexRuleBinding: &databasev1.IndexRuleBinding{
 		Metadata: &commonv1.Metadata{Group: traceGroup, Name: "segment-match"}, Rules: []string{"endpoint_url"},
-		Subject:  &databasev1.Subject{Catalog: commonv1.Catalog_CATALOG_TRACE, Name: "segment"},
-		BeginAt:  timestamppb.New(start.Add(-time.Hour)), ExpireAt: timestamppb.New(start.Add(24 * time.Hour)),
+		Subject: &databasev1.Subject{Catalog: commonv1.Catalog_CATALOG_TRACE, Name: "segment"},
+		BeginAt: timestamppb.New(start.Add(-time.Hour)), ExpireAt: timestamppb.New(start.Add(24 * time.Hour)),
 	}}); err != nil {
 		t.Fatal(err)
 	}
