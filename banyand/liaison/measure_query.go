@@ -114,19 +114,12 @@ func (s *MeasureService) gather(ctx context.Context, snap *schemaSnapshot, req *
 		if err := s.schema.withAnalyzers(g, req.GetName(), commonv1.Catalog_CATALOG_MEASURE, one.GetCriteria()); err != nil {
 			return nil, err
 		}
-		payload, err := proto.Marshal(&clusterv1.MeasureQuery{Request: one, Schema: l.schema, OrderTag: orderTags[g][1]})
-		if err != nil {
-			return nil, status.Errorf(codes.Internal, "encode query: %v", err)
-		}
-		replies, err := s.query.scatter(ctx, queue.TopicMeasureQuery, g, payload)
+		replies, err := ask[measurev1.QueryResponse](ctx, s.query, queue.TopicMeasureQuery, g,
+			&clusterv1.MeasureQuery{Request: one, Schema: l.schema, OrderTag: orderTags[g][1]})
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range replies {
-			var resp measurev1.QueryResponse
-			if err := proto.Unmarshal(r, &resp); err != nil {
-				return nil, status.Errorf(codes.Internal, "decode a data node's answer: %v", err)
-			}
+		for _, resp := range replies {
 			if whole && len(resp.GetDataPoints()) >= int(schema.MaxQueryWindow) {
 				return nil, status.Errorf(codes.InvalidArgument, "group_by/agg/top over more than %d data points of group %q on one data node; "+
 					"narrow the time range or the criteria", schema.MaxQueryWindow, g)

@@ -278,20 +278,13 @@ func (s *PropertyService) collect(ctx context.Context, group string, req *proper
 	one := proto.CloneOf(req)
 	one.Groups = []string{group}
 	one.TagProjection = nil // the liaison projects once it has ordered
-	payload, err := proto.Marshal(&clusterv1.PropertyQuery{Request: one, Schemas: schemas})
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "encode query: %v", err)
-	}
-	replies, err := s.query.scatter(ctx, queue.TopicPropertyQuery, group, payload)
+	replies, err := ask[clusterv1.PropertyQueryResult](ctx, s.query, queue.TopicPropertyQuery, group,
+		&clusterv1.PropertyQuery{Request: one, Schemas: schemas})
 	if err != nil {
 		return nil, err
 	}
 	out := map[propertyID]*clusterv1.StoredProperty{}
-	for _, r := range replies {
-		var res clusterv1.PropertyQueryResult
-		if err := proto.Unmarshal(r, &res); err != nil {
-			return nil, status.Errorf(codes.Internal, "decode a data node's answer: %v", err)
-		}
+	for _, res := range replies {
 		for _, sp := range res.GetProperties() {
 			k := keyOf(sp.GetProperty())
 			if prev, ok := out[k]; !ok || schema.Revision(sp.GetProperty()) > schema.Revision(prev.GetProperty()) {

@@ -109,6 +109,30 @@ func (q *querier) scatter(ctx context.Context, topic queue.Topic, group string, 
 	return out, nil
 }
 
+// ask encodes query, scatters it to the nodes holding group (scatter) and
+// decodes each node's answer as an R.
+func ask[R any, PR interface {
+	*R
+	proto.Message
+}](ctx context.Context, q *querier, topic queue.Topic, group string, query proto.Message) ([]*R, error) {
+	payload, err := proto.Marshal(query)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "encode query: %v", err)
+	}
+	replies, err := q.scatter(ctx, topic, group, payload)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*R, len(replies))
+	for i, r := range replies {
+		out[i] = new(R)
+		if err := proto.Unmarshal(r, PR(out[i])); err != nil {
+			return nil, status.Errorf(codes.Internal, "decode a data node's answer: %v", err)
+		}
+	}
+	return out, nil
+}
+
 // checkHolders fails the query of group if a node holding its data is
 // not reachable (answered: see DataHolders), unless partial answers are
 // allowed: then it counts the query once (partial says it was) and lets
@@ -193,21 +217,13 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 			}
 			sq.OrderTag = tag
 		}
-		payload, err := proto.Marshal(sq)
-		if err != nil {
-			return nil, status.Errorf(codes.Internal, "encode query: %v", err)
-		}
 		span := tr.start("group %s: ask the data nodes", g)
-		replies, err := s.query.scatter(ctx, queue.TopicStreamQuery, g, payload)
+		replies, err := ask[clusterv1.StreamQueryResult](ctx, s.query, queue.TopicStreamQuery, g, sq)
 		if err != nil {
 			return nil, err
 		}
 		before := len(all)
-		for _, r := range replies {
-			var res clusterv1.StreamQueryResult
-			if err := proto.Unmarshal(r, &res); err != nil {
-				return nil, status.Errorf(codes.Internal, "decode a data node's answer: %v", err)
-			}
+		for _, res := range replies {
 			els, keys, versions, orderKeys := res.GetElements(), res.GetSeriesKeys(), res.GetVersions(), res.GetOrderKeys()
 			if len(keys) != len(els) || len(versions) != len(els) || (sq.OrderTag != "" && len(orderKeys) != len(els)) {
 				return nil, status.Errorf(codes.Internal, "a data node's answer has %d elements, %d series keys, %d versions and %d order keys",

@@ -139,22 +139,8 @@ func (s *TraceService) ask(ctx context.Context, p tracePlan, req *tracev1.QueryR
 	if err := s.schema.withAnalyzers(p.group, req.GetName(), commonv1.Catalog_CATALOG_TRACE, one.GetCriteria()); err != nil {
 		return nil, err
 	}
-	payload, err := proto.Marshal(&clusterv1.TraceQuery{Request: one, Schema: p.layout.schema, OrderTag: p.orderTag, TraceIds: ids})
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "encode query: %v", err)
-	}
-	replies, err := s.query.scatter(ctx, queue.TopicTraceQuery, p.group, payload)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*clusterv1.TraceQueryResult, len(replies))
-	for i, r := range replies {
-		out[i] = new(clusterv1.TraceQueryResult)
-		if err := proto.Unmarshal(r, out[i]); err != nil {
-			return nil, status.Errorf(codes.Internal, "decode a data node's answer: %v", err)
-		}
-	}
-	return out, nil
+	return ask[clusterv1.TraceQueryResult](ctx, s.query, queue.TopicTraceQuery, p.group,
+		&clusterv1.TraceQuery{Request: one, Schema: p.layout.schema, OrderTag: p.orderTag, TraceIds: ids})
 }
 
 // planTraceQuery checks a trace query before any node is asked: groups
