@@ -49,7 +49,7 @@ func benchPrepare(b *testing.B, base func() *modelv1.TagFamilyForWrite) {
 			b.Fatal(werr)
 		}
 		st.keyBuf = prep.seriesKey
-		payload = wire.AppendClusterWrite(payload[:0], l.group, l.name, prep.shard, prep.seriesKey, value, l.modRevision, 0)
+		payload = wire.AppendClusterWrite(payload[:0], l.group, l.name, prep.shard, prep.seriesKey, value, l.modRevision, 0, l.indexSpec)
 	}
 }
 

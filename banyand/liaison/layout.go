@@ -50,6 +50,11 @@ type layout struct {
 	// span locates a trace's span id and timestamp tags; nil for streams
 	// and measures.
 	span *spanTags
+	// indexSpec is the encoded pkg/tagindex.Spec of the index rules bound
+	// to the subject, sent with each write; nil indexes nothing.
+	indexSpec []byte
+	// byName locates each tag by name.
+	byName map[string]tagRef
 }
 
 func newLayout(md *commonv1.Metadata, g *commonv1.Group, families []*databasev1.TagFamilySpec, entity *databasev1.Entity) (*layout, error) {
@@ -76,6 +81,7 @@ func newLayout(md *commonv1.Metadata, g *commonv1.Group, families []*databasev1.
 		l.families = append(l.families, fl)
 		l.familyIndex[f.GetName()] = fi
 	}
+	l.byName = byName
 	for _, name := range entity.GetTagNames() {
 		ref, ok := byName[name]
 		if !ok {

@@ -14,6 +14,7 @@ import (
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	"github.com/banyand-io/banyand/banyand/schema"
 	"github.com/banyand-io/banyand/pkg/route"
+	"github.com/banyand-io/banyand/pkg/tagindex"
 	"github.com/banyand-io/banyand/pkg/textmatch"
 )
 
@@ -50,6 +51,7 @@ func (l *layouts) snapshot() *schemaSnapshot {
 	s := &schemaSnapshot{src: src, streams: map[nameKey]*streamLayout{}, measures: map[nameKey]*measureLayout{}, traces: map[nameKey]*traceLayout{}}
 	for k, m := range src.Streams {
 		if sl, err := newStreamLayout(src.Groups[k.Group], m); err == nil {
+			sl.indexSpec = indexSpec(src, sl.layout, commonv1.Catalog_CATALOG_STREAM)
 			s.streams[k] = sl
 		} else {
 			l.logger.Warn("stream unusable for writes; skipped", "group", k.Group, "name", k.Name, "error", err)
@@ -57,6 +59,7 @@ func (l *layouts) snapshot() *schemaSnapshot {
 	}
 	for k, m := range src.Measures {
 		if ml, err := newMeasureLayout(src.Groups[k.Group], m); err == nil {
+			ml.indexSpec = indexSpec(src, ml.layout, commonv1.Catalog_CATALOG_MEASURE)
 			s.measures[k] = ml
 		} else {
 			l.logger.Warn("measure unusable for writes; skipped", "group", k.Group, "name", k.Name, "error", err)
@@ -64,6 +67,7 @@ func (l *layouts) snapshot() *schemaSnapshot {
 	}
 	for k, t := range src.Traces {
 		if tl, err := newTraceLayout(src.Groups[k.Group], t); err == nil {
+			tl.indexSpec = indexSpec(src, tl.layout, commonv1.Catalog_CATALOG_TRACE)
 			s.traces[k] = tl
 		} else {
 			l.logger.Warn("trace unusable for writes; skipped", "group", k.Group, "name", k.Name, "error", err)
@@ -130,6 +134,21 @@ func boundRules(src *schema.Snapshot, group, subject string, catalog commonv1.Ca
 		}
 	}
 	return out
+}
+
+// indexSpec encodes the index rules bound to l's subject as the data
+// nodes index them (pkg/tagindex): each rule's tags, by position, with the
+// rule's analyzer. A tag the schema lacks is left out.
+func indexSpec(src *schema.Snapshot, l *layout, catalog commonv1.Catalog) []byte {
+	var spec tagindex.Spec
+	for _, r := range boundRules(src, l.group, l.name, catalog) {
+		for _, tag := range r.GetTags() {
+			if ref, ok := l.byName[tag]; ok {
+				spec = append(spec, tagindex.Entry{Family: ref.family, Tag: ref.tag, Name: tag, Analyzer: r.GetAnalyzer()})
+			}
+		}
+	}
+	return spec.Normalize().Append(nil)
 }
 
 // orderTag resolves the index rule a query orders by: the rule named in

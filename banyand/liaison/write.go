@@ -253,7 +253,7 @@ func (s *writeStream) handle(ctx context.Context, r *request, pub queue.BatchPub
 		value = s.withVersion(value, req.MessageID)
 	}
 	buf := payloadPool.Get().(*[]byte)
-	if n := wire.ClusterWriteSize(l.group, l.name, prep.seriesKey, value); cap(*buf) < n {
+	if n := wire.ClusterWriteSize(l.group, l.name, prep.seriesKey, value, l.indexSpec); cap(*buf) < n {
 		*buf = make([]byte, 0, n)
 	}
 	var version int64
@@ -266,7 +266,7 @@ func (s *writeStream) handle(ctx context.Context, r *request, pub queue.BatchPub
 		// own version).
 		version = s.w.versions.next(0)
 	}
-	*buf = wire.AppendClusterWrite((*buf)[:0], l.group, l.name, prep.shard, prep.seriesKey, value, l.modRevision, version)
+	*buf = wire.AppendClusterWrite((*buf)[:0], l.group, l.name, prep.shard, prep.seriesKey, value, l.modRevision, version, l.indexSpec)
 	p.payload = buf
 	f, err := pub.Publish(ctx, s.m.topic, queue.Message{Group: l.group, Shard: prep.shard, Payload: *buf})
 	if err != nil {

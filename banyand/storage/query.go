@@ -46,6 +46,10 @@ type plan struct {
 	desc       bool
 	n          int    // keep the first n in output order: offset + limit
 	series     []byte // the series key when the entity is fixed, else nil (scan)
+	// terms, when set and no series is, reads from each segment the
+	// records its tag indexes find instead of every record (index.go).
+	terms *termQuery
+	read  readStats
 	// match decodes a payload and applies the criteria; nil keeps all.
 	match func(payload []byte) (bool, error)
 	// orderKey, when set, orders by a tag's value (see orderedBy) instead
@@ -189,6 +193,28 @@ func (t *topN) sorted() []*hit {
 	return out
 }
 
+// readStats counts what a plan read: segments, those its tag indexes
+// answered for, and records visited.
+type readStats struct{ segments, indexed, records int }
+
+// readSegment calls visit with the records of p.name in seg that p may
+// select: those its tag indexes find, when they can answer for the
+// segment, else every record of the time range (of p.series when set).
+func (s *Store) readSegment(ctx context.Context, db *tsdb.DB, seg tsdb.Segment, p *plan, visit func(*tsdb.Item) error) error {
+	p.read.segments++
+	if p.terms != nil && p.series == nil {
+		refs, ok, err := s.indexRefs(ctx, db, seg, p.name, p.begin, p.end, p.terms)
+		if err != nil {
+			return err
+		}
+		if ok {
+			p.read.indexed++
+			return db.Lookup(ctx, seg, p.name, refs, visit)
+		}
+	}
+	return db.ScanSegment(ctx, seg, tsdb.Scan{Name: p.name, Begin: p.begin, End: p.end, SeriesKey: p.series}, visit)
+}
+
 // run executes p and returns at most p.n hits in output order.
 //
 // Segments are disjoint in time, so they are visited in output order and the
@@ -220,36 +246,36 @@ func (s *Store) run(ctx context.Context, p *plan) ([]*hit, error) {
 				}
 			}
 			probe := hit{group: group}
-			err := db.ScanSegment(ctx, seg, tsdb.Scan{Name: p.name, Begin: p.begin, End: p.end, SeriesKey: p.series},
-				func(it *tsdb.Item) error {
-					probe.ts, probe.hash, probe.eid = it.Timestamp, it.SeriesHash, it.ElementID
-					if p.orderKey != nil {
-						key, err := p.orderKey(it.Payload)
-						if err != nil {
-							return err
-						}
-						probe.key = key
+			visit := func(it *tsdb.Item) error {
+				p.read.records++
+				probe.ts, probe.hash, probe.eid = it.Timestamp, it.SeriesHash, it.ElementID
+				if p.orderKey != nil {
+					key, err := p.orderKey(it.Payload)
+					if err != nil {
+						return err
 					}
-					if !top.wants(&probe) {
-						return nil
-					}
-					if p.match != nil {
-						ok, err := p.match(it.Payload)
-						if err != nil || !ok {
-							return err
-						}
-					}
-					h := &hit{
-						ts: it.Timestamp, group: group, hash: it.SeriesHash,
-						eid: bytes.Clone(it.ElementID), version: it.Version, payload: bytes.Clone(it.Payload), key: probe.key,
-					}
-					if p.kind == tsdb.KindStream {
-						h.seriesKey = bytes.Clone(it.SeriesKey)
-					}
-					top.add(h)
+					probe.key = key
+				}
+				if !top.wants(&probe) {
 					return nil
-				})
-			if err != nil {
+				}
+				if p.match != nil {
+					ok, err := p.match(it.Payload)
+					if err != nil || !ok {
+						return err
+					}
+				}
+				h := &hit{
+					ts: it.Timestamp, group: group, hash: it.SeriesHash,
+					eid: bytes.Clone(it.ElementID), version: it.Version, payload: bytes.Clone(it.Payload), key: probe.key,
+				}
+				if p.kind == tsdb.KindStream {
+					h.seriesKey = bytes.Clone(it.SeriesKey)
+				}
+				top.add(h)
+				return nil
+			}
+			if err := s.readSegment(ctx, db, seg, p, visit); err != nil {
 				return nil, err
 			}
 		}

@@ -36,19 +36,26 @@ func (s *Store) QueryStream(ctx context.Context, q *clusterv1.StreamQuery) (*str
 // version: the answer a data node sends the liaison, which keeps of one
 // element several nodes hold the highest version.
 func (s *Store) QueryStreamResult(ctx context.Context, q *clusterv1.StreamQuery) (*clusterv1.StreamQueryResult, error) {
-	res, err := s.doQueryStream(ctx, q, false)
+	res, err := s.doQueryStream(ctx, q, queryOpts{})
 	return res, queryError(err)
 }
 
 func (s *Store) queryStream(ctx context.Context, q *clusterv1.StreamQuery, forceScan bool) (*streamv1.QueryResponse, error) {
-	res, err := s.doQueryStream(ctx, q, forceScan)
+	res, err := s.doQueryStream(ctx, q, queryOpts{forceScan: forceScan})
 	if err != nil {
 		return nil, queryError(err)
 	}
 	return &streamv1.QueryResponse{Elements: res.GetElements()}, nil
 }
 
-func (s *Store) doQueryStream(ctx context.Context, q *clusterv1.StreamQuery, forceScan bool) (*clusterv1.StreamQueryResult, error) {
+// queryOpts are a query's test settings: forceScan reads every record of
+// the range (no entity seek, no index), stats receives what it read.
+type queryOpts struct {
+	forceScan bool
+	stats     *readStats
+}
+
+func (s *Store) doQueryStream(ctx context.Context, q *clusterv1.StreamQuery, o queryOpts) (*clusterv1.StreamQueryResult, error) {
 	req, def := q.GetRequest(), q.GetSchema()
 	if req == nil || def == nil {
 		return nil, fmt.Errorf("%w: stream query needs a request and a schema", errInvalidQuery)
@@ -67,13 +74,17 @@ func (s *Store) doQueryStream(ctx context.Context, q *clusterv1.StreamQuery, for
 	if err != nil {
 		return nil, err
 	}
-	if !forceScan {
+	if !o.forceScan {
 		p.series, _ = seriesKey(p.name, def.GetEntity().GetTagNames(), crit.eq)
+		p.terms = compileTerms(req.GetCriteria())
 	}
 	if err := p.filterAndOrder(crit, layout, q.GetOrderTag(), req.GetOrderBy(), storedTags[streamv1.ElementValue]("element")); err != nil {
 		return nil, err
 	}
 	hits, err := s.run(ctx, p)
+	if o.stats != nil {
+		*o.stats = p.read
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -111,11 +122,11 @@ func (s *Store) QueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery) (*m
 }
 
 func (s *Store) queryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, forceScan bool) (*measurev1.QueryResponse, error) {
-	resp, err := s.doQueryMeasure(ctx, q, forceScan)
+	resp, err := s.doQueryMeasure(ctx, q, queryOpts{forceScan: forceScan})
 	return resp, queryError(err)
 }
 
-func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, forceScan bool) (*measurev1.QueryResponse, error) {
+func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, o queryOpts) (*measurev1.QueryResponse, error) {
 	req, def := q.GetRequest(), q.GetSchema()
 	if req == nil || def == nil {
 		return nil, fmt.Errorf("%w: measure query needs a request and a schema", errInvalidQuery)
@@ -156,13 +167,17 @@ func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, f
 		}
 		fields = append(fields, fi)
 	}
-	if !forceScan {
+	if !o.forceScan {
 		p.series, _ = seriesKey(p.name, def.GetEntity().GetTagNames(), crit.eq)
+		p.terms = compileTerms(req.GetCriteria())
 	}
 	if err := p.filterAndOrder(crit, layout, q.GetOrderTag(), req.GetOrderBy(), storedTags[measurev1.DataPointValue]("data point")); err != nil {
 		return nil, err
 	}
 	hits, err := s.run(ctx, p)
+	if o.stats != nil {
+		*o.stats = p.read
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -119,6 +119,13 @@ func TestQueryErrors(t *testing.T) {
 // and interleaved, spread over two days (two segments).
 func fixture(t *testing.T, s *Store) []elem {
 	t.Helper()
+	es := fixtureElems()
+	mustWriteStream(t, s, es)
+	return es
+}
+
+// fixtureElems are 60 elements of 12 series, 20 minutes apart.
+func fixtureElems() []elem {
 	var es []elem
 	n := 0
 	for k := range 5 {
@@ -132,7 +139,6 @@ func fixture(t *testing.T, s *Store) []elem {
 			}
 		}
 	}
-	mustWriteStream(t, s, es)
 	return es
 }
 
@@ -187,10 +193,15 @@ func TestEntitySeekMatchesScan(t *testing.T) {
 	}
 }
 
-func TestCriteria(t *testing.T) {
-	s := openStore(t, t.TempDir(), nil)
-	es := fixture(t, s)
-	tr := timeRange(base, base.Add(72*time.Hour))
+type criteriaCase struct {
+	name string
+	crit *modelv1.Criteria
+	want []string
+}
+
+// criteriaCases are conditions of every kind over fixture's elements es,
+// with the ids they select.
+func criteriaCases(es []elem) []criteriaCase {
 	pick := func(f func(e elem) bool) []string {
 		var out []string
 		for _, e := range es {
@@ -200,11 +211,7 @@ func TestCriteria(t *testing.T) {
 		}
 		return out
 	}
-	for _, tc := range []struct {
-		name string
-		crit *modelv1.Criteria
-		want []string
-	}{
+	return []criteriaCase{
 		{"eq non-entity", eq("code", intv(201)), pick(func(e elem) bool { return e.code == 201 })},
 		{"eq one entity tag", eq("instance", str("inst-1")), pick(func(e elem) bool { return e.instance == "inst-1" })},
 		{"ne", and(eq("service", str("svc-0")), cond("instance", modelv1.Condition_BINARY_OP_NE, str("inst-0"))),
@@ -237,7 +244,14 @@ func TestCriteria(t *testing.T) {
 		{"match and: every token", matchCondAnd("instance", "standard", str("inst 2")), pick(func(e elem) bool { return e.instance == "inst-2" })},
 		{"match array: each item", matchCond("instance", "standard", strs("inst", "1")), pick(func(e elem) bool { return e.instance == "inst-1" })},
 		{"match keyword", matchCond("instance", "keyword", str("inst")), nil},
-	} {
+	}
+}
+
+func TestCriteria(t *testing.T) {
+	s := openStore(t, t.TempDir(), nil)
+	es := fixture(t, s)
+	tr := timeRange(base, base.Add(72*time.Hour))
+	for _, tc := range criteriaCases(es) {
 		got := ids(mustQueryStream(t, s, &streamv1.QueryRequest{TimeRange: tr, Criteria: tc.crit, Limit: 1000}))
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
 	"github.com/banyand-io/banyand/banyand/storage/tsdb"
 	"github.com/banyand-io/banyand/pkg/queue"
+	"github.com/banyand-io/banyand/pkg/tagindex"
 	"github.com/banyand-io/banyand/pkg/wire"
 )
 
@@ -64,13 +66,21 @@ func (s *Store) write(ctx context.Context, msgs [][]byte, d *decoder) []error {
 			fail(i, err)
 			continue
 		}
+		ix, err := d.index()
+		if err != nil {
+			fail(i, err)
+			continue
+		}
+		if d.kind == tsdb.KindTrace {
+			// The span's entry in the time index, in the same commit; its
+			// index records are the span's.
+			ws = append(ws, w)
+			idx = append(idx, i)
+			w = d.traceTime(w)
+		}
+		w.Index = ix
 		ws = append(ws, w)
 		idx = append(idx, i)
-		if d.kind == tsdb.KindTrace {
-			// The span's entry in the time index, in the same commit.
-			ws = append(ws, d.traceTime(w))
-			idx = append(idx, i)
-		}
 		if s.holders != nil {
 			pairs = addPair(pairs, holderPair{w.Group, d.w.Shard})
 		}
@@ -142,6 +152,13 @@ type decoder struct {
 	opts        wire.Options
 	w           wire.ClusterWrite
 	group, name string
+	// spec is the last index spec parsed, and specBytes its encoding: a
+	// batch mostly carries one.
+	spec      tagindex.Spec
+	specBytes []byte
+	// full is a write's value parsed whole when the batch skipped values
+	// and the write has tags to index.
+	full wire.Point
 }
 
 func newDecoder(kind tsdb.Kind, local bool) *decoder {
@@ -211,6 +228,51 @@ func (d *decoder) decode(m []byte) (tsdb.Write, error) {
 		return tsdb.Write{}, invalid("%v write: %v", d.kind, err)
 	}
 	return w, nil
+}
+
+// index returns the index records of the write d parsed last:
+// the terms of the tags its index spec names.
+func (d *decoder) index() (tsdb.IndexEntries, error) {
+	ix := tsdb.IndexEntries{Spec: d.w.IndexSpec}
+	if len(ix.Spec) == 0 {
+		return ix, nil
+	}
+	if !bytes.Equal(ix.Spec, d.specBytes) {
+		spec, err := tagindex.Parse(ix.Spec)
+		if err != nil {
+			return ix, invalid("%v write: %v", d.kind, err)
+		}
+		d.spec, d.specBytes = spec, bytes.Clone(ix.Spec)
+	}
+	p := &d.w.Point
+	if d.opts.SkipValues {
+		var err error
+		switch d.kind {
+		case tsdb.KindStream:
+			err = wire.ParseElement(d.w.Value, &d.full)
+		case tsdb.KindTrace:
+			err = wire.ParseSpanValue(d.w.Value, &d.full)
+		default:
+			err = wire.ParseDataPoint(d.w.Value, &d.full)
+		}
+		if err != nil {
+			return ix, invalid("%v write does not decode: %v", d.kind, err)
+		}
+		p = &d.full
+	}
+	var terms []byte
+	var ends []int
+	d.spec.WriteTerms(p, func(series []byte) {
+		terms = append(terms, series...)
+		ends = append(ends, len(terms))
+	})
+	ix.Terms = make([][]byte, len(ends))
+	start := 0
+	for i, end := range ends {
+		ix.Terms[i] = terms[start:end:end]
+		start = end
+	}
+	return ix, nil
 }
 
 // TraceTimeSeries is the series key of a trace name's time index

@@ -16,6 +16,8 @@ type ClusterWrite struct {
 	Revision int64
 	// Version is a StreamWrite's version (field 7; MeasureWrite has none).
 	Version int64
+	// IndexSpec is the write's index_spec (field 8, pkg/tagindex).
+	IndexSpec []byte
 	// Merged: a singular field occurs more than once, here or in Point.
 	Merged bool
 }
@@ -68,6 +70,8 @@ func parseClusterWrite(b []byte, w *ClusterWrite, parseValue func([]byte, *Point
 			}
 		case f.num == 4:
 			w.SeriesKey = f.v
+		case f.num == 8:
+			w.IndexSpec = f.v
 		case f.num == 5:
 			w.Merged = w.Merged || w.Value != nil
 			w.Value = f.v
@@ -81,16 +85,17 @@ func parseClusterWrite(b []byte, w *ClusterWrite, parseValue func([]byte, *Point
 }
 
 // ClusterWriteSize bounds AppendClusterWrite's output.
-func ClusterWriteSize(group, name string, seriesKey, value []byte) int {
-	return len(group) + len(name) + len(seriesKey) + len(value) + 7*protowire.SizeVarint(1<<63)
+func ClusterWriteSize(group, name string, seriesKey, value, indexSpec []byte) int {
+	return len(group) + len(name) + len(seriesKey) + len(value) + len(indexSpec) + 9*protowire.SizeVarint(1<<63)
 }
 
 // AppendClusterWrite appends a cluster.v1.StreamWrite or MeasureWrite
 // around value, the encoded ElementValue or DataPointValue, as
 // proto.Marshal encodes the struct: fields in number order, zero scalars
 // left out, the value always present. version is a StreamWrite's; a
-// MeasureWrite's is 0 (its version is in the data point).
-func AppendClusterWrite(b []byte, group, name string, shard uint32, seriesKey, value []byte, rev, version int64) []byte {
+// MeasureWrite's is 0 (its version is in the data point). indexSpec is
+// the write's index_spec.
+func AppendClusterWrite(b []byte, group, name string, shard uint32, seriesKey, value []byte, rev, version int64, indexSpec []byte) []byte {
 	if group != "" {
 		b = protowire.AppendTag(b, 1, protowire.BytesType)
 		b = protowire.AppendString(b, group)
@@ -116,6 +121,10 @@ func AppendClusterWrite(b []byte, group, name string, shard uint32, seriesKey, v
 	if version != 0 {
 		b = protowire.AppendTag(b, 7, protowire.VarintType)
 		b = protowire.AppendVarint(b, uint64(version))
+	}
+	if len(indexSpec) > 0 {
+		b = protowire.AppendTag(b, 8, protowire.BytesType)
+		b = protowire.AppendBytes(b, indexSpec)
 	}
 	return b
 }

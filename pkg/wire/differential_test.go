@@ -515,11 +515,11 @@ func TestWriteResponseRoundTrip(t *testing.T) {
 func TestAppendClusterWriteMatchesProtoMarshal(t *testing.T) {
 	value := mustMarshal(t, seedElement())
 	for _, tc := range []*clusterv1.StreamWrite{
-		{Group: "g", Name: "n", ShardId: 3, SeriesKey: []byte{1}, SchemaModRevision: 9, Version: 1 << 60},
+		{Group: "g", Name: "n", ShardId: 3, SeriesKey: []byte{1}, SchemaModRevision: 9, Version: 1 << 60, IndexSpec: []byte{1, 0, 2, 1, 'x', 0}},
 		{},
 	} {
-		b := AppendClusterWrite(nil, tc.Group, tc.Name, tc.ShardId, tc.SeriesKey, value, tc.SchemaModRevision, tc.Version)
-		if len(b) > ClusterWriteSize(tc.Group, tc.Name, tc.SeriesKey, value) {
+		b := AppendClusterWrite(nil, tc.Group, tc.Name, tc.ShardId, tc.SeriesKey, value, tc.SchemaModRevision, tc.Version, tc.IndexSpec)
+		if len(b) > ClusterWriteSize(tc.Group, tc.Name, tc.SeriesKey, value, tc.IndexSpec) {
 			t.Errorf("%d bytes, over ClusterWriteSize", len(b))
 		}
 		tc.Element = seedElement()

@@ -72,6 +72,7 @@ type DB struct {
 	log      *slog.Logger
 	writeOpt *pebble.WriteOptions
 	segs     *segmentIndex
+	specs    specSeen // index specs logged per segment (index.go)
 	stalls   *writeStalls
 	// lastStats is EngineStats' last read, served once Pebble is closing.
 	lastStats atomic.Pointer[EngineStats]

@@ -72,6 +72,7 @@ func (db *DB) DropExpired(now time.Time, ttlByGroup map[string]time.Duration) ([
 	for _, s := range expired {
 		db.segs.remove(s)
 	}
+	db.specs.clear()
 	db.log.Info("dropped expired segments", "count", len(expired))
 	return expired, nil
 }

@@ -28,6 +28,9 @@ type Write struct {
 	Version int64
 	// Value is the marshalled ElementValue or DataPointValue, stored as is.
 	Value []byte
+	// Index holds the write's tag index records (streams, measures and
+	// the spans' time index; see IndexName).
+	Index IndexEntries
 }
 
 // Validate reports a write that cannot be stored. Callers validate each
@@ -88,6 +91,8 @@ func (db *DB) Write(ctx context.Context, ws []Write) error {
 	*rp = rec
 
 	if err := db.logAndBuffer(rec, false); err != nil {
+		// Its spec records may not be in the log: log them again.
+		db.specs.clear()
 		return fmt.Errorf("tsdb: write batch of %d: %w", len(ws), err)
 	}
 	return nil
@@ -159,6 +164,9 @@ func (db *DB) appendWriteRecord(rec []byte, ws []Write) []byte {
 		rec = append(appendInt64(rec, w.Timestamp), eid...)
 		rec = binary.AppendUvarint(rec, uint64(len(hdr)+len(w.Value)))
 		rec = append(append(rec, hdr...), w.Value...)
+		if w.Kind.indexed() {
+			rec = db.appendIndexRecords(rec, w, seg, &key, &hdr)
+		}
 	}
 	// Segment records go first: a reader of the log sees a segment before
 	// its data.

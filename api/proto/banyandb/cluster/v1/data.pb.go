@@ -47,7 +47,11 @@ type StreamWrite struct {
 	// version orders writes of one element (series, timestamp, element id)
 	// that different data nodes hold: the liaison's clock reading (Unix ns)
 	// when it took the write; of two copies a query keeps the higher.
-	Version       int64 `protobuf:"varint,7,opt,name=version,proto3" json:"version,omitempty"`
+	Version int64 `protobuf:"varint,7,opt,name=version,proto3" json:"version,omitempty"`
+	// index_spec says which tags of the value the data node indexes and
+	// how (pkg/tagindex): the liaison's reading of the index rules bound to
+	// the subject when it took the write; empty indexes none.
+	IndexSpec     []byte `protobuf:"bytes,8,opt,name=index_spec,json=indexSpec,proto3" json:"index_spec,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -131,6 +135,13 @@ func (x *StreamWrite) GetVersion() int64 {
 	return 0
 }
 
+func (x *StreamWrite) GetIndexSpec() []byte {
+	if x != nil {
+		return x.IndexSpec
+	}
+	return nil
+}
+
 // MeasureWrite is one validated data point, topic "measure-write".
 type MeasureWrite struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
@@ -140,8 +151,10 @@ type MeasureWrite struct {
 	SeriesKey         []byte                 `protobuf:"bytes,4,opt,name=series_key,json=seriesKey,proto3" json:"series_key,omitempty"`
 	DataPoint         *v11.DataPointValue    `protobuf:"bytes,5,opt,name=data_point,json=dataPoint,proto3" json:"data_point,omitempty"`
 	SchemaModRevision int64                  `protobuf:"varint,6,opt,name=schema_mod_revision,json=schemaModRevision,proto3" json:"schema_mod_revision,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// index_spec is StreamWrite.index_spec.
+	IndexSpec     []byte `protobuf:"bytes,8,opt,name=index_spec,json=indexSpec,proto3" json:"index_spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MeasureWrite) Reset() {
@@ -214,6 +227,13 @@ func (x *MeasureWrite) GetSchemaModRevision() int64 {
 		return x.SchemaModRevision
 	}
 	return 0
+}
+
+func (x *MeasureWrite) GetIndexSpec() []byte {
+	if x != nil {
+		return x.IndexSpec
+	}
+	return nil
 }
 
 // StreamQuery asks a data node for its matching elements, topic
@@ -748,7 +768,7 @@ var File_banyandb_cluster_v1_data_proto protoreflect.FileDescriptor
 
 const file_banyandb_cluster_v1_data_proto_rawDesc = "" +
 	"\n" +
-	"\x1ebanyandb/cluster/v1/data.proto\x12\x13banyandb.cluster.v1\x1a!banyandb/database/v1/schema.proto\x1a\x1fbanyandb/measure/v1/query.proto\x1a\x1fbanyandb/measure/v1/write.proto\x1a\x1ebanyandb/model/v1/common.proto\x1a#banyandb/property/v1/property.proto\x1a\x1ebanyandb/property/v1/rpc.proto\x1a\x1ebanyandb/stream/v1/query.proto\x1a\x1ebanyandb/stream/v1/write.proto\"\xf7\x01\n" +
+	"\x1ebanyandb/cluster/v1/data.proto\x12\x13banyandb.cluster.v1\x1a!banyandb/database/v1/schema.proto\x1a\x1fbanyandb/measure/v1/query.proto\x1a\x1fbanyandb/measure/v1/write.proto\x1a\x1ebanyandb/model/v1/common.proto\x1a#banyandb/property/v1/property.proto\x1a\x1ebanyandb/property/v1/rpc.proto\x1a\x1ebanyandb/stream/v1/query.proto\x1a\x1ebanyandb/stream/v1/write.proto\"\x96\x02\n" +
 	"\vStreamWrite\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x19\n" +
@@ -757,7 +777,9 @@ const file_banyandb_cluster_v1_data_proto_rawDesc = "" +
 	"series_key\x18\x04 \x01(\fR\tseriesKey\x12:\n" +
 	"\aelement\x18\x05 \x01(\v2 .banyandb.stream.v1.ElementValueR\aelement\x12.\n" +
 	"\x13schema_mod_revision\x18\x06 \x01(\x03R\x11schemaModRevision\x12\x18\n" +
-	"\aversion\x18\a \x01(\x03R\aversion\"\xe6\x01\n" +
+	"\aversion\x18\a \x01(\x03R\aversion\x12\x1d\n" +
+	"\n" +
+	"index_spec\x18\b \x01(\fR\tindexSpec\"\x85\x02\n" +
 	"\fMeasureWrite\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x19\n" +
@@ -766,7 +788,9 @@ const file_banyandb_cluster_v1_data_proto_rawDesc = "" +
 	"series_key\x18\x04 \x01(\fR\tseriesKey\x12B\n" +
 	"\n" +
 	"data_point\x18\x05 \x01(\v2#.banyandb.measure.v1.DataPointValueR\tdataPoint\x12.\n" +
-	"\x13schema_mod_revision\x18\x06 \x01(\x03R\x11schemaModRevision\"g\n" +
+	"\x13schema_mod_revision\x18\x06 \x01(\x03R\x11schemaModRevision\x12\x1d\n" +
+	"\n" +
+	"index_spec\x18\b \x01(\fR\tindexSpec\"g\n" +
 	"\x04Hint\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\x12\x19\n" +

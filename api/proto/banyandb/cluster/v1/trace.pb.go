@@ -112,8 +112,10 @@ type TraceWrite struct {
 	Span              *SpanValue             `protobuf:"bytes,5,opt,name=span,proto3" json:"span,omitempty"`
 	SchemaModRevision int64                  `protobuf:"varint,6,opt,name=schema_mod_revision,json=schemaModRevision,proto3" json:"schema_mod_revision,omitempty"`
 	Version           int64                  `protobuf:"varint,7,opt,name=version,proto3" json:"version,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// index_spec is StreamWrite.index_spec.
+	IndexSpec     []byte `protobuf:"bytes,8,opt,name=index_spec,json=indexSpec,proto3" json:"index_spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TraceWrite) Reset() {
@@ -193,6 +195,13 @@ func (x *TraceWrite) GetVersion() int64 {
 		return x.Version
 	}
 	return 0
+}
+
+func (x *TraceWrite) GetIndexSpec() []byte {
+	if x != nil {
+		return x.IndexSpec
+	}
+	return nil
 }
 
 // TraceQuery asks a data node about the traces of one group, topic
@@ -480,7 +489,7 @@ const file_banyandb_cluster_v1_trace_proto_rawDesc = "" +
 	"\aspan_id\x18\x01 \x01(\tR\x06spanId\x128\n" +
 	"\ttimestamp\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp\x128\n" +
 	"\x04tags\x18\x03 \x01(\v2$.banyandb.model.v1.TagFamilyForWriteR\x04tags\x12\x12\n" +
-	"\x04span\x18\x04 \x01(\fR\x04span\"\xee\x01\n" +
+	"\x04span\x18\x04 \x01(\fR\x04span\"\x8d\x02\n" +
 	"\n" +
 	"TraceWrite\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x12\n" +
@@ -490,7 +499,9 @@ const file_banyandb_cluster_v1_trace_proto_rawDesc = "" +
 	"series_key\x18\x04 \x01(\fR\tseriesKey\x122\n" +
 	"\x04span\x18\x05 \x01(\v2\x1e.banyandb.cluster.v1.SpanValueR\x04span\x12.\n" +
 	"\x13schema_mod_revision\x18\x06 \x01(\x03R\x11schemaModRevision\x12\x18\n" +
-	"\aversion\x18\a \x01(\x03R\aversion\"\xb6\x01\n" +
+	"\aversion\x18\a \x01(\x03R\aversion\x12\x1d\n" +
+	"\n" +
+	"index_spec\x18\b \x01(\fR\tindexSpec\"\xb6\x01\n" +
 	"\n" +
 	"TraceQuery\x129\n" +
 	"\arequest\x18\x01 \x01(\v2\x1f.banyandb.trace.v1.QueryRequestR\arequest\x123\n" +
