@@ -73,7 +73,9 @@ func compileTerms(c *modelv1.Criteria) *termQuery {
 // NOT_HAVING, ranges, a null or array EQ, HAVING nothing) do not.
 func conditionTerms(c *modelv1.Condition) *termQuery {
 	leaf := &termQuery{tag: c.GetName()}
-	add := func(kind byte, value []byte) { leaf.terms = append(leaf.terms, tagindex.Series(nil, leaf.tag, kind, value)) }
+	add := func(kind byte, value []byte) {
+		leaf.terms = append(leaf.terms, tagindex.Series(nil, leaf.tag, kind, value))
+	}
 	v := c.GetValue()
 	switch c.GetOp() {
 	case modelv1.Condition_BINARY_OP_EQ:
