@@ -12,6 +12,7 @@ import (
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	tracev1 "github.com/banyand-io/banyand/api/proto/banyandb/trace/v1"
 	"github.com/banyand-io/banyand/pkg/tagindex"
 )
 
@@ -168,5 +169,59 @@ func TestIndexAfterRestartAndOverwrite(t *testing.T) {
 		if st.indexed == 0 {
 			t.Errorf("%v: index not used after restart", tc.crit)
 		}
+	}
+}
+
+// The spans' time index is narrowed by tag indexes too.
+func TestIndexedTraceSelection(t *testing.T) {
+	s := openStore(t, t.TempDir(), nil)
+	spec := tagindex.Spec{{Family: 0, Tag: 2, Name: "service"}, {Family: 0, Tag: 4, Name: "duration"}}.Append(nil)
+	var spans []span
+	for i := range 40 {
+		spans = append(spans, span{trace: fmt.Sprintf("t%02d", i/2), id: fmt.Sprintf("s%d", i), service: fmt.Sprintf("svc-%d", i%4),
+			ts: base.Add(time.Duration(i) * time.Minute), duration: int64(i % 5)})
+	}
+	msgs := make([][]byte, len(spans))
+	for i, sp := range spans {
+		var w clusterv1.TraceWrite
+		if err := proto.Unmarshal(sp.msg(t), &w); err != nil {
+			t.Fatal(err)
+		}
+		w.IndexSpec = spec
+		msgs[i], _ = proto.Marshal(&w)
+	}
+	if errs := s.WriteTrace(context.Background(), msgs); errs != nil {
+		t.Fatal(errs)
+	}
+	db, err := s.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := newTraceSchema(segmentSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	crit := and(eq("service", str("svc-1")), cond("duration", modelv1.Condition_BINARY_OP_IN, ints(1, 3)))
+	req := &tracev1.QueryRequest{Groups: []string{testGroup}, Name: "segment", Criteria: crit, Limit: 100,
+		TimeRange: timeRange(base, base.Add(time.Hour))}
+	var st readStats
+	res, err := s.selectTraces(context.Background(), db, &clusterv1.TraceQuery{Request: req, Schema: segmentSchema()}, ts, &st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want []string
+	for _, k := range res.GetTraces() {
+		got = append(got, k.GetTraceId())
+	}
+	for i, sp := range spans {
+		if i%4 == 1 && (i%5 == 1 || i%5 == 3) {
+			want = append(want, sp.trace)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("traces %v, want %v", got, want)
+	}
+	if st.indexed != 1 || st.records != len(want) {
+		t.Errorf("read %+v: want the one segment through its index, %d records", st, len(want))
 	}
 }

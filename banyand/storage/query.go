@@ -197,22 +197,29 @@ func (t *topN) sorted() []*hit {
 // answered for, and records visited.
 type readStats struct{ segments, indexed, records int }
 
-// readSegment calls visit with the records of p.name in seg that p may
-// select: those its tag indexes find, when they can answer for the
-// segment, else every record of the time range (of p.series when set).
-func (s *Store) readSegment(ctx context.Context, db *tsdb.DB, seg tsdb.Segment, p *plan, visit func(*tsdb.Item) error) error {
-	p.read.segments++
-	if p.terms != nil && p.series == nil {
-		refs, ok, err := s.indexRefs(ctx, db, seg, p.name, p.begin, p.end, p.terms)
+// readSegment calls visit with the records of sc in seg that a query
+// may select: those the tag indexes find with terms, when set and they can
+// answer for the segment, else every record of the scan. A scan of one
+// series (an entity seek) is not narrowed further.
+func (s *Store) readSegment(ctx context.Context, db *tsdb.DB, seg tsdb.Segment, sc tsdb.Scan, terms *termQuery,
+	stats *readStats, visit func(*tsdb.Item) error,
+) error {
+	stats.segments++
+	counted := func(it *tsdb.Item) error {
+		stats.records++
+		return visit(it)
+	}
+	if terms != nil && sc.SeriesKey == nil {
+		refs, ok, err := s.indexRefs(ctx, db, seg, sc.Name, sc.Begin, sc.End, terms)
 		if err != nil {
 			return err
 		}
 		if ok {
-			p.read.indexed++
-			return db.Lookup(ctx, seg, p.name, refs, visit)
+			stats.indexed++
+			return db.Lookup(ctx, seg, sc.Name, refs, counted)
 		}
 	}
-	return db.ScanSegment(ctx, seg, tsdb.Scan{Name: p.name, Begin: p.begin, End: p.end, SeriesKey: p.series}, visit)
+	return db.ScanSegment(ctx, seg, sc, counted)
 }
 
 // run executes p and returns at most p.n hits in output order.
@@ -247,7 +254,6 @@ func (s *Store) run(ctx context.Context, p *plan) ([]*hit, error) {
 			}
 			probe := hit{group: group}
 			visit := func(it *tsdb.Item) error {
-				p.read.records++
 				probe.ts, probe.hash, probe.eid = it.Timestamp, it.SeriesHash, it.ElementID
 				if p.orderKey != nil {
 					key, err := p.orderKey(it.Payload)
@@ -275,7 +281,8 @@ func (s *Store) run(ctx context.Context, p *plan) ([]*hit, error) {
 				top.add(h)
 				return nil
 			}
-			if err := s.readSegment(ctx, db, seg, p, visit); err != nil {
+			sc := tsdb.Scan{Name: p.name, Begin: p.begin, End: p.end, SeriesKey: p.series}
+			if err := s.readSegment(ctx, db, seg, sc, p.terms, &p.read, visit); err != nil {
 				return nil, err
 			}
 		}

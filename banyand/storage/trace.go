@@ -102,7 +102,7 @@ func (s *Store) queryTraces(ctx context.Context, q *clusterv1.TraceQuery) (*clus
 	if len(q.GetTraceIds()) > 0 {
 		return s.traceSpans(ctx, db, req.GetGroups(), req.GetName(), req.GetTagProjection(), ts, q.GetTraceIds())
 	}
-	return s.selectTraces(ctx, db, q, ts)
+	return s.selectTraces(ctx, db, q, ts, new(readStats))
 }
 
 // traceSpans is the second phase: every span of ids.
@@ -160,8 +160,8 @@ func (s *Store) traceSpans(ctx context.Context, db *tsdb.DB, groups []string, na
 }
 
 // selectTraces is the first phase: the first offset+limit traces with a
-// matching span, by order key.
-func (s *Store) selectTraces(ctx context.Context, db *tsdb.DB, q *clusterv1.TraceQuery, ts *traceSchema) (*clusterv1.TraceQueryResult, error) {
+// matching span, by order key. stats receives what it read.
+func (s *Store) selectTraces(ctx context.Context, db *tsdb.DB, q *clusterv1.TraceQuery, ts *traceSchema, stats *readStats) (*clusterv1.TraceQueryResult, error) {
 	req := q.GetRequest()
 	if err := schema.CheckQueryWindow(req.GetOffset(), req.GetLimit()); err != nil {
 		return nil, fmt.Errorf("%w: %w", errInvalidQuery, err)
@@ -192,11 +192,15 @@ func (s *Store) selectTraces(ctx context.Context, db *tsdb.DB, q *clusterv1.Trac
 	top := newTraceTop(int(req.GetOffset())+int(limit), req.GetOrderBy().GetSort() == modelv1.Sort_SORT_DESC)
 	// One trace's spans when the criteria fix its id; else the name's time
 	// index, one key range for the time range.
-	kind, series := tsdb.KindTrace, []byte(nil)
+	kind, series, terms := tsdb.KindTrace, []byte(nil), (*termQuery)(nil)
 	if key, ok := seriesKey(req.GetName(), []string{ts.def.GetTraceIdTagName()}, crit.eq); ok {
 		series = key
 	} else {
-		kind, series = tsdb.KindTraceTime, TraceTimeSeries(req.GetName())
+		// The time index is one series: its tag indexes narrow it.
+		kind, terms = tsdb.KindTraceTime, compileTerms(req.GetCriteria())
+		if terms == nil {
+			series = TraceTimeSeries(req.GetName())
+		}
 	}
 	if begin >= end {
 		return &clusterv1.TraceQueryResult{}, nil
@@ -225,7 +229,7 @@ func (s *Store) selectTraces(ctx context.Context, db *tsdb.DB, q *clusterv1.Trac
 				break
 			}
 			sc := tsdb.Scan{Name: req.GetName(), Begin: begin, End: end, SeriesKey: series}
-			err := db.ScanSegment(ctx, seg, sc, func(it *tsdb.Item) error {
+			err := s.readSegment(ctx, db, seg, sc, terms, stats, func(it *tsdb.Item) error {
 				if w, ok := worst(); ok && !desc && it.Timestamp > w {
 					return errTraceScanDone
 				}
