@@ -138,13 +138,17 @@ func boundRules(src *schema.Snapshot, group, subject string, catalog commonv1.Ca
 
 // indexSpec encodes the index rules bound to l's subject as the data
 // nodes index them (pkg/tagindex): each rule's tags, by position, with the
-// rule's analyzer. A tag the schema lacks is left out.
+// rule's analyzer; an int tag of a rule that sorts also in order. A tag
+// the schema lacks is left out.
 func indexSpec(src *schema.Snapshot, l *layout, catalog commonv1.Catalog) []byte {
 	var spec tagindex.Spec
 	for _, r := range boundRules(src, l.group, l.name, catalog) {
 		for _, tag := range r.GetTags() {
 			if ref, ok := l.byName[tag]; ok {
-				spec = append(spec, tagindex.Entry{Family: ref.family, Tag: ref.tag, Name: tag, Analyzer: r.GetAnalyzer()})
+				spec = append(spec, tagindex.Entry{
+					Family: ref.family, Tag: ref.tag, Name: tag, Analyzer: r.GetAnalyzer(),
+					Sorted: r.GetAnalyzer() == "" && !r.GetNoSort() && ref.typ == databasev1.TagType_TAG_TYPE_INT,
+				})
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 
@@ -22,10 +23,13 @@ type termQuery struct {
 	op   logicalOp
 	kids []*termQuery // and, or
 	// A leaf: the records that the terms of one tag find, any of them
-	// (or every one, when all), as indexed with analyzer.
+	// (or every one, when all), as indexed with analyzer; or, when
+	// ranged, the records whose int value is in [lo, hi].
 	tag, analyzer string
 	terms         [][]byte
 	all           bool
+	ranged        bool
+	lo, hi        int64
 }
 
 type logicalOp int
@@ -121,6 +125,9 @@ func conditionTerms(c *modelv1.Condition) *termQuery {
 		}
 	case modelv1.Condition_BINARY_OP_MATCH:
 		return matchTerms(c)
+	case modelv1.Condition_BINARY_OP_LT, modelv1.Condition_BINARY_OP_LE,
+		modelv1.Condition_BINARY_OP_GT, modelv1.Condition_BINARY_OP_GE:
+		return rangeTerms(c)
 	default:
 		return nil
 	}
@@ -160,6 +167,34 @@ func matchTerms(c *modelv1.Condition) *termQuery {
 	return and
 }
 
+// rangeTerms: an order condition on an int value reads the tag's sorted
+// values in [lo, hi] (an int compares only with ints).
+func rangeTerms(c *modelv1.Condition) *termQuery {
+	x, ok := c.GetValue().GetValue().(*modelv1.TagValue_Int)
+	if !ok {
+		return nil
+	}
+	v := x.Int.GetValue()
+	leaf := &termQuery{tag: c.GetName(), ranged: true, lo: math.MinInt64, hi: math.MaxInt64}
+	switch c.GetOp() {
+	case modelv1.Condition_BINARY_OP_LT:
+		if v == math.MinInt64 {
+			return &termQuery{tag: c.GetName()} // finds nothing
+		}
+		leaf.hi = v - 1
+	case modelv1.Condition_BINARY_OP_LE:
+		leaf.hi = v
+	case modelv1.Condition_BINARY_OP_GT:
+		if v == math.MaxInt64 {
+			return &termQuery{tag: c.GetName()}
+		}
+		leaf.lo = v + 1
+	default:
+		leaf.lo = v
+	}
+	return leaf
+}
+
 // maxIndexRefs bounds the records an index lookup reads in one segment:
 // past it reading the segment whole is as cheap, and bounded.
 const maxIndexRefs = 200_000
@@ -175,19 +210,10 @@ type refSet map[tsdb.Ref]struct{}
 // it was indexed for the tags q uses (its index specs), and q finds at
 // most maxIndexRefs records.
 func (s *Store) indexRefs(ctx context.Context, db *tsdb.DB, seg tsdb.Segment, name string, begin, end int64, q *termQuery) ([]tsdb.Ref, bool, error) {
-	raw, err := db.IndexSpecs(ctx, seg, name)
-	if err != nil || len(raw) == 0 {
+	e, ok, err := segmentEval(ctx, db, seg, name, begin, end)
+	if err != nil || !ok {
 		return nil, false, err
 	}
-	specs := make([]tagindex.Spec, 0, len(raw))
-	for _, b := range raw {
-		spec, err := tagindex.Parse(b)
-		if err != nil {
-			return nil, false, nil // not ours to judge here: read the segment
-		}
-		specs = append(specs, spec)
-	}
-	e := &termEval{ctx: ctx, db: db, seg: seg, name: name, begin: begin, end: end, specs: specs}
 	set, ok, err := e.eval(q)
 	switch {
 	case errors.Is(err, errTooManyRefs):
@@ -203,6 +229,24 @@ func (s *Store) indexRefs(ctx context.Context, db *tsdb.DB, seg tsdb.Segment, na
 		return cmp.Or(cmp.Compare(a.SeriesHash, b.SeriesHash), cmp.Compare(a.Timestamp, b.Timestamp), strings.Compare(a.ElementID, b.ElementID))
 	})
 	return refs, true, nil
+}
+
+// segmentEval reads the index specs of seg; ok is false when it has none
+// (nothing indexed) or one that does not decode.
+func segmentEval(ctx context.Context, db *tsdb.DB, seg tsdb.Segment, name string, begin, end int64) (*termEval, bool, error) {
+	raw, err := db.IndexSpecs(ctx, seg, name)
+	if err != nil || len(raw) == 0 {
+		return nil, false, err
+	}
+	e := &termEval{ctx: ctx, db: db, seg: seg, name: name, begin: begin, end: end}
+	for _, b := range raw {
+		spec, err := tagindex.Parse(b)
+		if err != nil {
+			return nil, false, nil
+		}
+		e.specs = append(e.specs, spec)
+	}
+	return e, true, nil
 }
 
 type termEval struct {
@@ -266,6 +310,9 @@ func (e *termEval) eval(q *termQuery) (refSet, bool, error) {
 			}
 		}
 		return out, true, nil
+	}
+	if q.ranged {
+		return e.evalRange(q)
 	}
 	if !e.covered(q.tag, q.analyzer) {
 		return nil, false, nil

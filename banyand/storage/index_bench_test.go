@@ -13,7 +13,8 @@ import (
 // BenchmarkIndexedCondition compares a condition on an indexed tag with
 // the same condition read by a scan, over 1M stream elements (one day
 // segment, flushed to Pebble): 1,000 codes, so EQ on code selects 1,000
-// elements, and the query asks for all of them.
+// elements, and the query asks for all of them; "order" asks for the 20
+// elements of the highest codes (a sorted index).
 func BenchmarkIndexedCondition(b *testing.B) {
 	const total, batch, codes = 1_000_000, 1000, 1000
 	ctx := context.Background()
@@ -45,8 +46,14 @@ func BenchmarkIndexedCondition(b *testing.B) {
 		{"eq", eq("code", intv(417)), total / codes},
 		{"in", cond("code", modelv1.Condition_BINARY_OP_IN, ints(3, 5)), 2 * total / codes},
 		{"having", cond("labels", modelv1.Condition_BINARY_OP_HAVING, strs("e123456")), 1},
+		{"range", cond("code", modelv1.Condition_BINARY_OP_GE, intv(995)), 5 * total / codes},
+		{"order", nil, 20},
 	} {
 		q := streamQuery(&streamv1.QueryRequest{TimeRange: tr, Criteria: c.crit, Limit: uint32(c.want), Projection: allStreamTags()})
+		if c.name == "order" {
+			q.Request.OrderBy = &modelv1.QueryOrder{IndexRuleName: "code-rule", Sort: modelv1.Sort_SORT_DESC}
+			q.OrderTag = "code"
+		}
 		for _, scan := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/scan=%v", c.name, scan), func(b *testing.B) {
 				for range b.N {

@@ -49,7 +49,10 @@ type plan struct {
 	// terms, when set and no series is, reads from each segment the
 	// records its tag indexes find instead of every record (index.go).
 	terms *termQuery
-	read  readStats
+	// sortTag, when set, is the order tag (an int tag): a segment whose
+	// sorted index holds it is read in its order (index_sorted.go).
+	sortTag string
+	read    readStats
 	// match decodes a payload and applies the criteria; nil keeps all.
 	match func(payload []byte) (bool, error)
 	// orderKey, when set, orders by a tag's value (see orderedBy) instead
@@ -280,6 +283,15 @@ func (s *Store) run(ctx context.Context, p *plan) ([]*hit, error) {
 				}
 				top.add(h)
 				return nil
+			}
+			if p.sortTag != "" && p.series == nil {
+				done, err := s.readOrdered(ctx, db, seg, p, group, top, visit)
+				if err != nil {
+					return nil, err
+				}
+				if done {
+					continue
+				}
 			}
 			sc := tsdb.Scan{Name: p.name, Begin: p.begin, End: p.end, SeriesKey: p.series}
 			if err := s.readSegment(ctx, db, seg, sc, p.terms, &p.read, visit); err != nil {

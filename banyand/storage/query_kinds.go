@@ -77,6 +77,7 @@ func (s *Store) doQueryStream(ctx context.Context, q *clusterv1.StreamQuery, o q
 	if !o.forceScan {
 		p.series, _ = seriesKey(p.name, def.GetEntity().GetTagNames(), crit.eq)
 		p.terms = compileTerms(req.GetCriteria())
+		p.sortTag = layout.sortable(q.GetOrderTag())
 	}
 	if err := p.filterAndOrder(crit, layout, q.GetOrderTag(), req.GetOrderBy(), storedTags[streamv1.ElementValue]("element")); err != nil {
 		return nil, err
@@ -170,6 +171,7 @@ func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, o
 	if !o.forceScan {
 		p.series, _ = seriesKey(p.name, def.GetEntity().GetTagNames(), crit.eq)
 		p.terms = compileTerms(req.GetCriteria())
+		p.sortTag = layout.sortable(q.GetOrderTag())
 	}
 	if err := p.filterAndOrder(crit, layout, q.GetOrderTag(), req.GetOrderBy(), storedTags[measurev1.DataPointValue]("data point")); err != nil {
 		return nil, err

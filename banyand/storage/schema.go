@@ -44,6 +44,16 @@ func (l *tagLayout) tag(name string) (tagRef, error) {
 	return r, nil
 }
 
+// sortable returns tag when it is an int tag, whose sorted index (if the
+// segments keep one) gives an order by it; else "".
+func (l *tagLayout) sortable(tag string) string {
+	r, ok := l.byName[tag]
+	if !ok || l.families[r.family].GetTags()[r.tag].GetType() != databasev1.TagType_TAG_TYPE_INT {
+		return ""
+	}
+	return tag
+}
+
 // projection is the resolved tag projection: output families in request order.
 type projection struct {
 	families []projectedFamily

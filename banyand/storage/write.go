@@ -260,17 +260,27 @@ func (d *decoder) index() (tsdb.IndexEntries, error) {
 		}
 		p = &d.full
 	}
-	var terms []byte
-	var ends []int
-	d.spec.WriteTerms(p, func(series []byte) {
-		terms = append(terms, series...)
-		ends = append(ends, len(terms))
-	})
-	ix.Terms = make([][]byte, len(ends))
-	start := 0
-	for i, end := range ends {
-		ix.Terms[i] = terms[start:end:end]
-		start = end
+	// The series share one buffer, sliced once it stops growing.
+	type span struct {
+		start, end int
+		sorted     bool
+		value      int64
+	}
+	var buf []byte
+	var spans []span
+	add := func(series []byte, sorted bool, value int64) {
+		spans = append(spans, span{len(buf), len(buf) + len(series), sorted, value})
+		buf = append(buf, series...)
+	}
+	d.spec.WriteTerms(p, func(series []byte) { add(series, false, 0) },
+		func(series []byte, value int64) { add(series, true, value) })
+	for _, sp := range spans {
+		series := buf[sp.start:sp.end:sp.end]
+		if sp.sorted {
+			ix.Sorted = append(ix.Sorted, tsdb.SortedTerm{Series: series, Value: sp.value})
+		} else {
+			ix.Terms = append(ix.Terms, series)
+		}
 	}
 	return ix, nil
 }

@@ -33,6 +33,9 @@ type Entry struct {
 	// Analyzer is the rule's analyzer: "" indexes whole values, else the
 	// tokens of string values.
 	Analyzer string
+	// Sorted also indexes the tag's values in order (an int tag whose
+	// rule sorts): ranges and order by the tag read it.
+	Sorted bool
 }
 
 // Spec lists the indexed tags of a subject, sorted by name then analyzer.
@@ -50,10 +53,14 @@ func (s Spec) Normalize() Spec {
 	return slices.Compact(s)
 }
 
-const specFormat = 1
+const (
+	specFormat = 1
+	flagSorted = 1
+)
 
 // Append encodes s: a format byte, then per entry uvarint(family)
-// uvarint(tag) lp(name) lp(analyzer). An empty spec encodes as nothing.
+// uvarint(tag) lp(name) lp(analyzer) flags (1: sorted). An empty spec
+// encodes as nothing.
 func (s Spec) Append(dst []byte) []byte {
 	if len(s) == 0 {
 		return dst
@@ -64,6 +71,11 @@ func (s Spec) Append(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, uint64(e.Tag))
 		dst = appendLP(dst, e.Name)
 		dst = appendLP(dst, e.Analyzer)
+		var flags byte
+		if e.Sorted {
+			flags |= flagSorted
+		}
+		dst = append(dst, flags)
 	}
 	return dst
 }
@@ -107,6 +119,10 @@ func Parse(b []byte) (Spec, error) {
 		if e.Analyzer != "" && !textmatch.Known(e.Analyzer) {
 			return nil, fmt.Errorf("%w: analyzer %q", ErrMalformed, e.Analyzer)
 		}
+		if len(b) == 0 || b[0]&^flagSorted != 0 {
+			return nil, fmt.Errorf("%w: flags", ErrMalformed)
+		}
+		e.Sorted, b = b[0]&flagSorted != 0, b[1:]
 		s = append(s, e)
 	}
 	return s, nil
@@ -115,6 +131,27 @@ func Parse(b []byte) (Spec, error) {
 // Covers reports whether s indexes tag name with analyzer.
 func (s Spec) Covers(name, analyzer string) bool {
 	return slices.ContainsFunc(s, func(e Entry) bool { return e.Name == name && e.Analyzer == analyzer })
+}
+
+// CoversSorted reports whether s indexes tag name's values in order.
+func (s Spec) CoversSorted(name string) bool {
+	return slices.ContainsFunc(s, func(e Entry) bool { return e.Name == name && e.Analyzer == "" && e.Sorted })
+}
+
+// Sorted series: a sorted tag's values are kept in three, each in order
+// of (value, timestamp, series, element id): its ints, its nulls (the tag
+// missing or null; value 0) and values of any other type (value 0), which
+// an order reading the index cannot place.
+const (
+	SortInts  byte = 'o'
+	SortNulls byte = 'n'
+	SortOther byte = 'x'
+)
+
+// SortSeries is the key of one of a tag's sorted series.
+func SortSeries(dst []byte, tag string, class byte) []byte {
+	dst = appendLP(dst, tag)
+	return append(dst, '#', class)
 }
 
 // Term kinds: the first byte of a term.
@@ -153,14 +190,25 @@ func TimeValue(dst []byte, seconds int64, nanos int32) []byte {
 	return binary.BigEndian.AppendUint32(dst, uint32(nanos))
 }
 
-// WriteTerms calls fn with the term series (Series) of each indexed value
-// of p, a parsed write. A tag the write lacks, a null, binary data and
-// (for an analyzed entry) anything but a string are not indexed. The slice
-// fn gets is reused by the next call.
-func (s Spec) WriteTerms(p *wire.Point, fn func(series []byte)) {
+// WriteTerms calls term with the term series (Series) of each indexed
+// value of p, a parsed write, and sorted with the sorted series and value
+// of each sorted tag. A tag the write lacks, a null, binary data and (for
+// an analyzed entry) anything but a string have no term. The slices the
+// callbacks get are reused by the next call.
+func (s Spec) WriteTerms(p *wire.Point, term func(series []byte), sorted func(series []byte, value int64)) {
 	var buf []byte
 	for _, e := range s {
 		v, ok := p.Tag(e.Family, e.Tag)
+		if e.Sorted && e.Analyzer == "" {
+			switch {
+			case !ok || v.Kind.IsNull():
+				sorted(SortSeries(buf[:0], e.Name, SortNulls), 0)
+			case v.Kind == wire.KindInt:
+				sorted(SortSeries(buf[:0], e.Name, SortInts), v.Int)
+			default:
+				sorted(SortSeries(buf[:0], e.Name, SortOther), 0)
+			}
+		}
 		if !ok {
 			continue
 		}
@@ -168,7 +216,7 @@ func (s Spec) WriteTerms(p *wire.Point, fn func(series []byte)) {
 			each := func(str []byte) {
 				for _, tok := range textmatch.Terms(e.Analyzer, string(str)) {
 					buf = TokenSeries(buf[:0], e.Name, e.Analyzer, []byte(tok))
-					fn(buf)
+					term(buf)
 				}
 			}
 			switch v.Kind {
@@ -181,16 +229,16 @@ func (s Spec) WriteTerms(p *wire.Point, fn func(series []byte)) {
 		}
 		switch v.Kind {
 		case wire.KindStr:
-			fn(Series(buf[:0], e.Name, KindStr, v.Bytes))
+			term(Series(buf[:0], e.Name, KindStr, v.Bytes))
 		case wire.KindInt:
-			fn(Series(buf[:0], e.Name, KindInt, IntValue(nil, v.Int)))
+			term(Series(buf[:0], e.Name, KindInt, IntValue(nil, v.Int)))
 		case wire.KindTimestamp:
 			sec, nanos := v.Time()
-			fn(Series(buf[:0], e.Name, KindTime, TimeValue(nil, sec, nanos)))
+			term(Series(buf[:0], e.Name, KindTime, TimeValue(nil, sec, nanos)))
 		case wire.KindStrArray:
-			v.StrArray(func(item []byte) { buf = Series(buf[:0], e.Name, KindStrItem, item); fn(buf) })
+			v.StrArray(func(item []byte) { buf = Series(buf[:0], e.Name, KindStrItem, item); term(buf) })
 		case wire.KindIntArray:
-			v.IntArray(func(item int64) { buf = Series(buf[:0], e.Name, KindIntItem, IntValue(nil, item)); fn(buf) })
+			v.IntArray(func(item int64) { buf = Series(buf[:0], e.Name, KindIntItem, IntValue(nil, item)); term(buf) })
 		}
 	}
 }

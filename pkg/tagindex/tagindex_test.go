@@ -2,6 +2,7 @@ package tagindex
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -18,19 +19,19 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestSpecRoundTrip(t *testing.T) {
 	spec := Spec{
-		{Family: 1, Tag: 2, Name: "b"},
+		{Family: 1, Tag: 2, Name: "b", Sorted: true},
 		{Family: 0, Tag: 0, Name: "a", Analyzer: "url"},
 		{Family: 1, Tag: 2, Name: "b"},
 		{Family: 0, Tag: 0, Name: "a"},
 	}.Normalize()
-	if len(spec) != 3 || spec[0].Analyzer != "" || spec[1].Analyzer != "url" || spec[2].Name != "b" {
+	if len(spec) != 4 || spec[0].Analyzer != "" || spec[1].Analyzer != "url" || spec[2].Name != "b" {
 		t.Fatalf("Normalize: %+v", spec)
 	}
 	got, err := Parse(spec.Append(nil))
 	if err != nil || !slices.Equal(got, spec) {
 		t.Fatalf("Parse(Append) = %+v, %v; want %+v", got, err, spec)
 	}
-	if !got.Covers("a", "url") || got.Covers("a", "standard") || got.Covers("c", "") {
+	if !got.Covers("a", "url") || got.Covers("a", "standard") || got.Covers("c", "") || !got.CoversSorted("b") || got.CoversSorted("a") {
 		t.Error("Covers")
 	}
 	if b := (Spec{}).Append(nil); len(b) != 0 {
@@ -44,7 +45,9 @@ func TestParseRefusesMalformedSpecs(t *testing.T) {
 		"format":           {9},
 		"truncated":        good[:len(good)-1],
 		"unknown analyzer": Spec{{Name: "a", Analyzer: "klingon"}}.Append(nil),
-		"huge position":    {specFormat, 0xff, 0xff, 0xff, 0x7f, 0, 1, 'a', 0},
+		"huge position":    {specFormat, 0xff, 0xff, 0xff, 0x7f, 0, 1, 'a', 0, 0},
+		"no flags":         {specFormat, 0, 0, 1, 'a', 0},
+		"unknown flag":     {specFormat, 0, 0, 1, 'a', 0, 2},
 		"bad varint":       {specFormat, 0xff},
 	} {
 		if _, err := Parse(b); !errors.Is(err, ErrMalformed) {
@@ -73,11 +76,20 @@ func TestWriteTerms(t *testing.T) {
 	}
 	spec := Spec{
 		{Family: 0, Tag: 0, Name: "ep"}, {Family: 0, Tag: 0, Name: "ep", Analyzer: "url"},
-		{Family: 0, Tag: 1, Name: "n"}, {Family: 0, Tag: 2, Name: "arr"}, {Family: 0, Tag: 3, Name: "bin"},
-		{Family: 0, Tag: 9, Name: "absent"},
+		{Family: 0, Tag: 1, Name: "n", Sorted: true}, {Family: 0, Tag: 2, Name: "arr"}, {Family: 0, Tag: 3, Name: "bin"},
+		{Family: 0, Tag: 9, Name: "absent", Sorted: true}, {Family: 0, Tag: 0, Name: "strsorted", Sorted: true},
 	}
-	var got []string
-	spec.WriteTerms(&p, func(s []byte) { got = append(got, string(s)) })
+	var got, sorted []string
+	spec.WriteTerms(&p, func(s []byte) { got = append(got, string(s)) },
+		func(s []byte, v int64) { sorted = append(sorted, fmt.Sprintf("%q=%d", s, v)) })
+	wantSorted := []string{
+		fmt.Sprintf("%q=7", SortSeries(nil, "n", SortInts)),
+		fmt.Sprintf("%q=0", SortSeries(nil, "absent", SortNulls)),
+		fmt.Sprintf("%q=0", SortSeries(nil, "strsorted", SortOther)),
+	}
+	if !slices.Equal(sorted, wantSorted) {
+		t.Errorf("sorted\n got %q\nwant %q", sorted, wantSorted)
+	}
 	want := []string{
 		string(Series(nil, "ep", KindStr, []byte("GET /api/users"))),
 		string(TokenSeries(nil, "ep", "url", []byte("GET"))), // the url analyzer keeps case
@@ -86,6 +98,7 @@ func TestWriteTerms(t *testing.T) {
 		string(Series(nil, "n", KindInt, IntValue(nil, 7))),
 		string(Series(nil, "arr", KindStrItem, []byte("x"))),
 		string(Series(nil, "arr", KindStrItem, []byte("y"))),
+		string(Series(nil, "strsorted", KindStr, []byte("GET /api/users"))),
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("terms\n got %q\nwant %q", got, want)

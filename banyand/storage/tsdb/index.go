@@ -15,6 +15,7 @@ import (
 // logged, buffered, flushed, merged and dropped exactly as the data is:
 //
 //	entry = namePrefix(kind, group, segment start, IndexName(name)) be64(xxhash64(term)) be64s(ts) be64(series hash) element id
+//	sorted = namePrefix(kind, group, segment start, IndexName(name)) be64(xxhash64(sorted series)) be64s(value) be64s(ts) be64(series hash) element id
 //	spec  = namePrefix(kind, group, segment start, IndexName(name)) be64(xxhash64(spec series)) be64s(segment start) spec
 //
 // An entry's value is a stored value of the kind (version 0) whose series
@@ -35,6 +36,16 @@ type IndexEntries struct {
 	Spec []byte
 	// Terms are the term series keys of the write's indexed values.
 	Terms [][]byte
+	// Sorted are the write's values of sorted tags.
+	Sorted []SortedTerm
+}
+
+// SortedTerm is a value of a sorted tag: its series and its value, which
+// takes the timestamp's place in the key, so that a scan of the series
+// reads values in order.
+type SortedTerm struct {
+	Series []byte
+	Value  int64
 }
 
 // specSeen remembers which (segment, name, spec) records this process
@@ -102,7 +113,7 @@ func (db *DB) appendIndexRecords(rec []byte, w *Write, seg Segment, key, hdr *[]
 	if db.specs.first(specKey{kind: w.Kind, group: w.Group, name: w.Name, start: seg.Start, spec: string(ix.Spec)}) {
 		put(SpecSeries, seg.Start, func(b []byte) []byte { return append(b, ix.Spec...) })
 	}
-	if len(ix.Terms) == 0 {
+	if len(ix.Terms) == 0 && len(ix.Sorted) == 0 {
 		return rec
 	}
 	eid := w.ElementID
@@ -113,6 +124,11 @@ func (db *DB) appendIndexRecords(rec []byte, w *Write, seg Segment, key, hdr *[]
 	for _, t := range ix.Terms {
 		put(t, w.Timestamp, func(b []byte) []byte {
 			return append(binary.BigEndian.AppendUint64(b, hash), eid...)
+		})
+	}
+	for _, t := range ix.Sorted {
+		put(t.Series, t.Value, func(b []byte) []byte {
+			return append(binary.BigEndian.AppendUint64(appendInt64(b, w.Timestamp), hash), eid...)
 		})
 	}
 	return rec
@@ -148,6 +164,26 @@ func (db *DB) IndexRefs(ctx context.Context, seg Segment, name string, term []by
 				return fmt.Errorf("tsdb: index entry of %v/%s: %w", seg, name, errMalformed)
 			}
 			return fn(Ref{SeriesHash: binary.BigEndian.Uint64(it.ElementID), Timestamp: it.Timestamp, ElementID: string(it.ElementID[8:])})
+		})
+}
+
+// SortedRefs calls fn with the records of name in seg that a sorted
+// series holds with a value in [lo, hi) and a timestamp in [begin, end),
+// in order of value, then timestamp, series hash and element id. An error
+// from fn stops the scan.
+func (db *DB) SortedRefs(ctx context.Context, seg Segment, name string, series []byte, lo, hi, begin, end int64,
+	fn func(value int64, r Ref) error,
+) error {
+	return db.ScanSegment(ctx, seg, Scan{Name: IndexName(name), Begin: lo, End: hi, SeriesKey: series},
+		func(it *Item) error {
+			if len(it.ElementID) < 16 {
+				return fmt.Errorf("tsdb: sorted index entry of %v/%s: %w", seg, name, errMalformed)
+			}
+			ts := readInt64(it.ElementID)
+			if ts < begin || ts >= end {
+				return nil
+			}
+			return fn(it.Timestamp, Ref{SeriesHash: binary.BigEndian.Uint64(it.ElementID[8:]), Timestamp: ts, ElementID: string(it.ElementID[16:])})
 		})
 }
 
