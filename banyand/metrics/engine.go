@@ -15,7 +15,10 @@ func EngineStatsOf(store *storage.Store) func() (tsdb.EngineStats, bool) {
 		if err != nil {
 			return tsdb.EngineStats{}, false
 		}
-		return db.EngineStats(), true
+		st := db.EngineStats()
+		r := store.ReadTotals()
+		st.QuerySegments, st.QueryIndexedSegments, st.QueryRecords = r.Segments, r.IndexedSegments, r.Records
+		return st, true
 	}
 }
 
@@ -41,6 +44,12 @@ func newEngineCollector(stats func() (tsdb.EngineStats, bool)) *engineCollector 
 		})
 	}
 	counter, gauge := prometheus.CounterValue, prometheus.GaugeValue
+	add("query_segments_total", counter, "Segments queries read (a segment is one group's data of one time interval).",
+		func(s *tsdb.EngineStats) float64 { return float64(s.QuerySegments) })
+	add("query_indexed_segments_total", counter, "Segments queries read through their tag indexes (index rules) instead of whole; far below query_segments_total means the criteria miss the index rules.",
+		func(s *tsdb.EngineStats) float64 { return float64(s.QueryIndexedSegments) })
+	add("query_records_total", counter, "Records (elements, data points, spans) queries read and evaluated: the query load on the node's CPU.",
+		func(s *tsdb.EngineStats) float64 { return float64(s.QueryRecords) })
 	add("wal_bytes_in_total", counter, "Logical bytes written to the write-ahead log: the write load the engine sees.",
 		func(s *tsdb.EngineStats) float64 { return float64(s.WALBytesIn) })
 	add("wal_bytes_written_total", counter, "Physical bytes written to the write-ahead log: the disk bandwidth syncing writes takes.",

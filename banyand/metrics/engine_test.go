@@ -49,8 +49,8 @@ func TestEngineMetricsFollowTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := gatherEngine(t, reg)
-	if len(got) != 18 {
-		t.Errorf("while open: %d metrics, want 18: %v", len(got), got)
+	if len(got) != 21 {
+		t.Errorf("while open: %d metrics, want 21: %v", len(got), got)
 	}
 	if got["banyand_storage_engine_wal_syncs_total"] != 1 {
 		t.Errorf("wal_syncs_total %v after one write, want 1", got["banyand_storage_engine_wal_syncs_total"])

@@ -236,6 +236,7 @@ func (s *Store) run(ctx context.Context, p *plan) ([]*hit, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer func() { s.countReads(p.read) }()
 	top := &topN{n: p.n, desc: p.desc, compare: compareHits}
 	if p.orderKey != nil {
 		top.compare = compareByKey

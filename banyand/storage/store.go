@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -115,6 +116,26 @@ type Store struct {
 	// a property write reads the record it replaces and merges into it,
 	// held from the read until the result is durable (property.go).
 	propertyMu sync.Mutex
+
+	// reads totals what queries read (ReadTotals).
+	reads struct{ segments, indexed, records atomic.Int64 }
+}
+
+// ReadTotals is what this node's queries have read: segments, those read
+// through their tag indexes, and records visited.
+type ReadTotals struct {
+	Segments, IndexedSegments, Records int64
+}
+
+// ReadTotals returns what queries have read since the store was made.
+func (s *Store) ReadTotals() ReadTotals {
+	return ReadTotals{Segments: s.reads.segments.Load(), IndexedSegments: s.reads.indexed.Load(), Records: s.reads.records.Load()}
+}
+
+func (s *Store) countReads(r readStats) {
+	s.reads.segments.Add(int64(r.segments))
+	s.reads.indexed.Add(int64(r.indexed))
+	s.reads.records.Add(int64(r.records))
 }
 
 // HolderRecorder records that this node holds data of a group's shard, so

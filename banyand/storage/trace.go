@@ -102,7 +102,9 @@ func (s *Store) queryTraces(ctx context.Context, q *clusterv1.TraceQuery) (*clus
 	if len(q.GetTraceIds()) > 0 {
 		return s.traceSpans(ctx, db, req.GetGroups(), req.GetName(), req.GetTagProjection(), ts, q.GetTraceIds())
 	}
-	return s.selectTraces(ctx, db, q, ts, new(readStats))
+	var read readStats
+	defer func() { s.countReads(read) }()
+	return s.selectTraces(ctx, db, q, ts, &read)
 }
 
 // traceSpans is the second phase: every span of ids.

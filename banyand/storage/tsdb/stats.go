@@ -14,6 +14,11 @@ import (
 // compactions, the shape of L0 and write stalls. Byte and event counts are
 // cumulative since Open; the rest are values at the time of the call.
 type EngineStats struct {
+	// QuerySegments, QueryIndexedSegments and QueryRecords are what the
+	// node's queries read: segments, those read through their tag
+	// indexes, and records visited (filled in by the storage layer).
+	QuerySegments, QueryIndexedSegments, QueryRecords int64
+
 	// WALBytesIn is the logical bytes written to the write-ahead logs (the
 	// store's own and Pebble's); WALBytesWritten the physical bytes
 	// (framing and padding included).
