@@ -42,6 +42,7 @@ FUZZ_TARGETS := \
 	./pkg/wire:FuzzParseMeasureWrite \
 	./pkg/wire:FuzzParseTraceRequest \
 	./pkg/wire:FuzzParseTraceWrite \
+	./pkg/tagindex:FuzzParseSpec \
 	./banyand/storage/tsdb:FuzzReplayLog \
 	./banyand/liaison:FuzzStreamWriteValidation \
 	./banyand/liaison:FuzzMeasureWriteValidation \

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -12,9 +13,11 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
+	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 	tracev1 "github.com/banyand-io/banyand/api/proto/banyandb/trace/v1"
+	"github.com/banyand-io/banyand/pkg/queue"
 	"github.com/banyand-io/banyand/pkg/tagindex"
 )
 
@@ -286,5 +289,84 @@ func TestOrderBySortedIndexMatchesScan(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Measures read through their tag indexes as streams do: a condition on a
+// tag and an order by a sorted one answer what a scan answers.
+func TestIndexedMeasureQueries(t *testing.T) {
+	s := openStore(t, t.TempDir(), nil)
+	spec := tagindex.Spec{{Family: 0, Tag: 1, Name: "code", Sorted: true}}.Append(nil)
+	var msgs [][]byte
+	for i := range 90 {
+		p := point{service: fmt.Sprintf("svc-%d", i%6), ts: base.Add(time.Duration(i) * 15 * time.Minute), code: int64(i % 9), total: int64(i)}
+		var w clusterv1.MeasureWrite
+		if err := proto.Unmarshal(p.msg(t), &w); err != nil {
+			t.Fatal(err)
+		}
+		w.IndexSpec = spec
+		b, err := proto.Marshal(&w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, b)
+	}
+	if errs := s.WriteMeasure(context.Background(), msgs); errs != nil {
+		t.Fatal(errs)
+	}
+	tr := timeRange(base, base.Add(48*time.Hour))
+	for _, tc := range []struct {
+		crit     *modelv1.Criteria
+		orderTag string
+	}{
+		{eq("code", intv(4)), ""},
+		{cond("code", modelv1.Condition_BINARY_OP_LT, intv(2)), ""},
+		{nil, "code"},
+		{eq("service", str("svc-2")), "code"},
+	} {
+		req := &measurev1.QueryRequest{TimeRange: tr, Criteria: tc.crit, Limit: 7,
+			TagProjection: &modelv1.TagProjection{TagFamilies: []*modelv1.TagProjection_TagFamily{{Name: "default", Tags: []string{"service", "code"}}}},
+			FieldProjection: &measurev1.QueryRequest_FieldProjection{Names: []string{"total"}}}
+		if tc.orderTag != "" {
+			req.OrderBy = &modelv1.QueryOrder{IndexRuleName: "code-rule", Sort: modelv1.Sort_SORT_DESC}
+		}
+		q := measureQuery(req)
+		q.OrderTag = tc.orderTag
+		var st readStats
+		got, err := s.doQueryMeasure(context.Background(), q, queryOpts{stats: &st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := s.doQueryMeasure(context.Background(), q, queryOpts{forceScan: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" || len(got.GetDataPoints()) == 0 {
+			t.Errorf("%v order %q: index differs from scan (-scan +index):\n%s", tc.crit, tc.orderTag, diff)
+		}
+		if tc.crit != nil && tc.crit.GetCondition().GetName() == "service" {
+			continue // the service alone fixes the entity: a seek
+		}
+		if st.indexed == 0 {
+			t.Errorf("%v order %q: no segment read through the index (%+v)", tc.crit, tc.orderTag, st)
+		}
+	}
+}
+
+// A write whose index spec does not decode (garbage from a peer) fails
+// alone as invalid; the rest of its batch is stored and indexed.
+func TestMalformedIndexSpecFailsItsWriteAlone(t *testing.T) {
+	s := openStore(t, t.TempDir(), nil)
+	es := fixtureElems()[:3]
+	msgs := indexedStreamMsgs(t, es, testIndexSpec)
+	bad := indexedStreamMsgs(t, es[1:2], []byte{1, 0xff})
+	msgs[1] = bad[0]
+	errs := s.WriteStream(context.Background(), msgs)
+	if len(errs) != 3 || errs[0] != nil || !errors.Is(errs[1], queue.ErrInvalidMessage) || errs[2] != nil {
+		t.Fatalf("errors %v, want only the second invalid", errs)
+	}
+	got, _ := queryStats(t, s, &streamv1.QueryRequest{TimeRange: timeRange(base, base.Add(time.Hour)), Limit: 10})
+	if want := []string{es[0].id, es[2].id}; !slices.Equal(got, want) {
+		t.Errorf("stored %v, want %v", got, want)
 	}
 }

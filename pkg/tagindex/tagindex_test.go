@@ -104,3 +104,26 @@ func TestWriteTerms(t *testing.T) {
 		t.Errorf("terms\n got %q\nwant %q", got, want)
 	}
 }
+
+// Any bytes parse or fail with ErrMalformed, and a parsed spec encodes
+// back to what was parsed.
+func FuzzParseSpec(f *testing.F) {
+	f.Add(Spec{{Family: 1, Tag: 2, Name: "a", Analyzer: "url", Sorted: false}, {Name: "b", Sorted: true}}.Append(nil))
+	f.Add([]byte{specFormat})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := Parse(b)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("Parse(%x): %v, not ErrMalformed", b, err)
+			}
+			return
+		}
+		if len(s) == 0 {
+			return // an empty spec (no entries) encodes as nothing
+		}
+		again, err := Parse(s.Append(nil))
+		if err != nil || !slices.Equal(again, s) {
+			t.Fatalf("Parse(Append(%+v)) = %+v, %v", s, again, err)
+		}
+	})
+}

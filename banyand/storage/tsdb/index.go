@@ -93,7 +93,9 @@ var SpecSeries = []byte{0}
 func (k Kind) indexed() bool { return k == KindStream || k == KindMeasure || k == KindTraceTime }
 
 // appendIndexRecords appends the log ops of w's index records in seg.
-func (db *DB) appendIndexRecords(rec []byte, w *Write, seg Segment, key, hdr *[]byte) []byte {
+// last is the spec key of the batch's previous write: a batch is mostly
+// one name and segment, whose spec record is then not looked up again.
+func (db *DB) appendIndexRecords(rec []byte, w *Write, seg Segment, key, hdr *[]byte, last *specKey) []byte {
 	ix := w.Index
 	iname := IndexName(w.Name)
 	put := func(series []byte, ts int64, suffixTail func([]byte) []byte) {
@@ -110,8 +112,11 @@ func (db *DB) appendIndexRecords(rec []byte, w *Write, seg Segment, key, hdr *[]
 		rec = appendBytesLP(rec, suffix)
 		rec = appendBytesLP(rec, *hdr)
 	}
-	if db.specs.first(specKey{kind: w.Kind, group: w.Group, name: w.Name, start: seg.Start, spec: string(ix.Spec)}) {
-		put(SpecSeries, seg.Start, func(b []byte) []byte { return append(b, ix.Spec...) })
+	if last.kind != w.Kind || last.start != seg.Start || last.group != w.Group || last.name != w.Name || last.spec != string(ix.Spec) {
+		*last = specKey{kind: w.Kind, group: w.Group, name: w.Name, start: seg.Start, spec: string(ix.Spec)}
+		if db.specs.first(*last) {
+			put(SpecSeries, seg.Start, func(b []byte) []byte { return append(b, ix.Spec...) })
+		}
 	}
 	if len(ix.Terms) == 0 && len(ix.Sorted) == 0 {
 		return rec

@@ -136,6 +136,7 @@ func (db *DB) appendWriteRecord(rec []byte, ws []Write) []byte {
 		interval  time.Duration
 		segs      [4]Segment
 		touched   = segs[:0]
+		lastSpec  specKey
 	)
 	start := len(rec)
 	for i := range ws {
@@ -165,7 +166,7 @@ func (db *DB) appendWriteRecord(rec []byte, ws []Write) []byte {
 		rec = binary.AppendUvarint(rec, uint64(len(hdr)+len(w.Value)))
 		rec = append(append(rec, hdr...), w.Value...)
 		if w.Kind.indexed() {
-			rec = db.appendIndexRecords(rec, w, seg, &key, &hdr)
+			rec = db.appendIndexRecords(rec, w, seg, &key, &hdr, &lastSpec)
 		}
 	}
 	// Segment records go first: a reader of the log sees a segment before
