@@ -325,7 +325,7 @@ func TestIndexedMeasureQueries(t *testing.T) {
 		{eq("service", str("svc-2")), "code"},
 	} {
 		req := &measurev1.QueryRequest{TimeRange: tr, Criteria: tc.crit, Limit: 7,
-			TagProjection: &modelv1.TagProjection{TagFamilies: []*modelv1.TagProjection_TagFamily{{Name: "default", Tags: []string{"service", "code"}}}},
+			TagProjection:   &modelv1.TagProjection{TagFamilies: []*modelv1.TagProjection_TagFamily{{Name: "default", Tags: []string{"service", "code"}}}},
 			FieldProjection: &measurev1.QueryRequest_FieldProjection{Names: []string{"total"}}}
 		if tc.orderTag != "" {
 			req.OrderBy = &modelv1.QueryOrder{IndexRuleName: "code-rule", Sort: modelv1.Sort_SORT_DESC}
