@@ -370,3 +370,28 @@ func TestMalformedIndexSpecFailsItsWriteAlone(t *testing.T) {
 		t.Errorf("stored %v, want %v", got, want)
 	}
 }
+
+// Retention drops a segment's index records with its data, and a write
+// made into the range again records its spec anew: the new segment's
+// index answers for it.
+func TestRetentionDropsIndexRecords(t *testing.T) {
+	s := openStore(t, t.TempDir(), nil)
+	es := fixtureElems()
+	mustWriteIndexed(t, s, es, testIndexSpec)
+	db, err := s.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.DropExpired(base.Add(30*24*time.Hour), map[string]time.Duration{testGroup: 24 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	late := es[7]
+	mustWriteIndexed(t, s, []elem{late}, testIndexSpec)
+	got, st := queryStats(t, s, &streamv1.QueryRequest{TimeRange: timeRange(base, base.Add(72*time.Hour)), Criteria: eq("code", intv(late.code)), Limit: 100})
+	if !slices.Equal(got, []string{late.id}) || st.indexed != 1 {
+		t.Errorf("after the drop: %v (%+v), want %s read through the index", got, st, late.id)
+	}
+}
