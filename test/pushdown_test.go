@@ -75,6 +75,13 @@ func sumByIDPushedDown(t *testing.T, conn *grpc.ClientConn) (nodes, points int, 
 	if want := []string{"svc1=6", "svc2=9", "svc3=6"}; !equalStrings(got, want) {
 		t.Fatalf("sum by id: %v, want %v", got, want)
 	}
+	return pushDownTrace(resp.GetTrace())
+}
+
+// pushDownTrace reads from a measure query's trace how many data nodes
+// answered partial aggregates, how many points they folded, and whether
+// points were shipped instead.
+func pushDownTrace(tr *commonv1.Trace) (nodes, points int, shipped bool) {
 	var walk func(s *commonv1.Span)
 	walk = func(s *commonv1.Span) {
 		if strings.HasPrefix(s.GetMessage(), "node ") && strings.HasSuffix(s.GetMessage(), "partial aggregates") {
@@ -91,7 +98,7 @@ func sumByIDPushedDown(t *testing.T, conn *grpc.ClientConn) (nodes, points int, 
 			walk(c)
 		}
 	}
-	for _, s := range resp.GetTrace().GetSpans() {
+	for _, s := range tr.GetSpans() {
 		walk(s)
 	}
 	return nodes, points, shipped
