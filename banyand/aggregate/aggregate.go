@@ -28,21 +28,34 @@ var ErrTooManyGroups = fmt.Errorf("too many groups (more than %d on one data nod
 var ErrFunction = errors.New("aggregation function is not one of MEAN, MAX, MIN, COUNT, SUM")
 
 // AppendKey appends the encoding of one group-by tag value to dst. Values
-// of different kinds never encode alike, and a missing tag encodes as a
-// null: points without the tag group together.
+// of different kinds never encode alike, and a missing tag (or one of
+// another kind than string and int) encodes as a null: such points group
+// together.
 func AppendKey(dst []byte, v *modelv1.TagValue) []byte {
 	switch x := v.GetValue().(type) {
 	case *modelv1.TagValue_Str:
-		dst = append(dst, 's')
-		dst = binary.AppendUvarint(dst, uint64(len(x.Str.GetValue())))
-		return append(dst, x.Str.GetValue()...)
+		return AppendStrKey(dst, x.Str.GetValue())
 	case *modelv1.TagValue_Int:
-		dst = append(dst, 'i')
-		return binary.BigEndian.AppendUint64(dst, uint64(x.Int.GetValue()))
+		return AppendIntKey(dst, x.Int.GetValue())
 	default:
-		return append(dst, 'n')
+		return AppendNullKey(dst)
 	}
 }
+
+// AppendStrKey is AppendKey of a string tag.
+func AppendStrKey[S string | []byte](dst []byte, s S) []byte {
+	dst = append(dst, 's')
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+// AppendIntKey is AppendKey of an int tag.
+func AppendIntKey(dst []byte, i int64) []byte {
+	return binary.BigEndian.AppendUint64(append(dst, 'i'), uint64(i))
+}
+
+// AppendNullKey is AppendKey of a null or missing tag.
+func AppendNullKey(dst []byte) []byte { return append(dst, 'n') }
 
 // Stats are what an aggregation of a field over a group is computed
 // from: the points that have the field, counted, summed and bounded, as
@@ -59,16 +72,21 @@ type Stats struct {
 // Add counts v; a value that is not a number (a point written without
 // the field) does not count.
 func (s *Stats) Add(v *modelv1.FieldValue) {
-	var f float64
-	var i int64
 	switch x := v.GetValue().(type) {
 	case *modelv1.FieldValue_Int:
-		i, f = x.Int.GetValue(), float64(x.Int.GetValue())
+		s.AddInt(x.Int.GetValue())
 	case *modelv1.FieldValue_Float:
-		f, i = x.Float.GetValue(), int64(x.Float.GetValue())
-	default:
-		return
+		s.AddFloat(x.Float.GetValue())
 	}
+}
+
+// AddInt counts an int value.
+func (s *Stats) AddInt(i int64) { s.add(i, float64(i)) }
+
+// AddFloat counts a float value.
+func (s *Stats) AddFloat(f float64) { s.add(int64(f), f) }
+
+func (s *Stats) add(i int64, f float64) {
 	s.Merge(Stats{Count: 1, IntSum: i, IntMin: i, IntMax: i, FloatSum: f, FloatMin: f, FloatMax: f})
 }
 

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 
 	"google.golang.org/protobuf/proto"
@@ -16,6 +17,7 @@ import (
 	"github.com/banyand-io/banyand/banyand/aggregate"
 	"github.com/banyand-io/banyand/banyand/schema"
 	"github.com/banyand-io/banyand/banyand/storage/tsdb"
+	"github.com/banyand-io/banyand/pkg/wire"
 )
 
 // QueryMeasurePartials answers a measure query's group_by, agg and top
@@ -74,6 +76,7 @@ func (s *Store) queryPartials(ctx context.Context, q *clusterv1.MeasureQuery) (*
 	}
 	if p.begin < p.end {
 		var dp measurev1.DataPointValue
+		var wp wire.Point
 		for _, group := range p.groups {
 			for _, seg := range db.SegmentsIn(p.kind, group, p.begin, p.end) {
 				err := db.ScanSegment(ctx, seg, tsdb.Scan{Name: p.name, Begin: p.begin, End: p.end, SeriesKey: p.series},
@@ -83,14 +86,21 @@ func (s *Store) queryPartials(ctx context.Context, q *clusterv1.MeasureQuery) (*
 						if !pp.GetAllShards() && !answers[shard] {
 							return nil
 						}
-						proto.Reset(&dp)
-						if err := proto.Unmarshal(it.Payload, &dp); err != nil {
+						if crit.match != nil {
+							proto.Reset(&dp)
+							if err := proto.Unmarshal(it.Payload, &dp); err != nil {
+								return fmt.Errorf("storage: stored data point does not decode: %w", err)
+							}
+							if !crit.match(dp.GetTagFamilies()) {
+								return nil
+							}
+						}
+						// The fold reads the wire form: decoding whole
+						// messages would cost most of the scan.
+						if err := wire.ParseDataPoint(it.Payload, &wp); err != nil {
 							return fmt.Errorf("storage: stored data point does not decode: %w", err)
 						}
-						if crit.match != nil && !crit.match(dp.GetTagFamilies()) {
-							return nil
-						}
-						return f.add(&dp, it)
+						return f.add(&wp, it)
 					})
 				if err != nil {
 					return nil, err
@@ -181,11 +191,13 @@ func newFolder(def *databasev1.Measure, layout *tagLayout, req *measurev1.QueryR
 // group_by ranks points.
 func (f *folder) ranksPoints() bool { return f.top != nil && f.agg < 0 && len(f.groupBy) == 0 }
 
-func (f *folder) add(dp *measurev1.DataPointValue, it *tsdb.Item) error {
+func (f *folder) add(dp *wire.Point, it *tsdb.Item) error {
 	f.points++
 	at := stored{ts: it.Timestamp, sid: it.SeriesHash, version: it.Version}
 	if f.ranksPoints() {
-		at.rank = aggregate.Numeric(fieldAt(dp.GetFields(), f.topAt))
+		if v := numberAt(dp, f.topAt); v != nil {
+			at.rank = asFloat(v)
+		}
 		at.payload = bytes.Clone(it.Payload)
 		f.cands = append(f.cands, at)
 		if len(f.cands) >= 2*int(f.top.GetNumber()) {
@@ -195,7 +207,15 @@ func (f *folder) add(dp *measurev1.DataPointValue, it *tsdb.Item) error {
 	}
 	f.key = f.key[:0]
 	for _, ref := range f.groupBy {
-		f.key = aggregate.AppendKey(f.key, lookup(dp.GetTagFamilies(), ref))
+		v, ok := dp.Tag(ref.family, ref.tag)
+		switch {
+		case ok && v.Kind == wire.KindStr:
+			f.key = aggregate.AppendStrKey(f.key, v.Bytes)
+		case ok && v.Kind == wire.KindInt:
+			f.key = aggregate.AppendIntKey(f.key, v.Int)
+		default:
+			f.key = aggregate.AppendNullKey(f.key)
+		}
 	}
 	n, added, err := f.index.Find(f.key)
 	if err != nil {
@@ -211,9 +231,32 @@ func (f *folder) add(dp *measurev1.DataPointValue, it *tsdb.Item) error {
 		g.first = at
 	}
 	if f.agg >= 0 {
-		g.stats.Add(fieldAt(dp.GetFields(), f.agg))
+		switch v := numberAt(dp, f.agg); {
+		case v == nil:
+		case v.Kind == wire.KindInt:
+			g.stats.AddInt(v.Int)
+		default:
+			g.stats.AddFloat(asFloat(v))
+		}
 	}
 	return nil
+}
+
+// numberAt is field at of dp when it is an int or a float, else nil (a
+// point written without the field, or a stored value of another kind).
+func numberAt(dp *wire.Point, at int) *wire.Value {
+	if at < len(dp.Fields) && (dp.Fields[at].Kind == wire.KindInt || dp.Fields[at].Kind == wire.KindFloat) {
+		return &dp.Fields[at]
+	}
+	return nil
+}
+
+// asFloat is a number of numberAt as a float.
+func asFloat(v *wire.Value) float64 {
+	if v.Kind == wire.KindFloat {
+		return math.Float64frombits(uint64(v.Int))
+	}
+	return float64(v.Int)
 }
 
 // before orders two points of this node's group in the query's order.
