@@ -25,10 +25,11 @@ import (
 // aggregated over the range (no timestamp); without, a list per point in
 // time.
 //
-// The ranking is computed when asked, from the points the data nodes
-// hold (copies removed, as any measure query), not kept up to date as
-// writes arrive: it is exact whatever the counters_number and lru_size,
-// and costs a scan of the range.
+// The ranking is computed when asked, not kept up to date as writes
+// arrive: it is exact whatever the counters_number and lru_size, and
+// costs a scan of the range. With agg it is a group by the series' tags,
+// pushed down to the data nodes like a measure query's (parts); without,
+// the points are shipped (copies removed, as any measure query).
 func (s *MeasureService) TopN(ctx context.Context, req *measurev1.TopNRequest) (*measurev1.TopNResponse, error) {
 	if err := checkQuery(req.GetGroups(), req.GetName(), req.GetTimeRange(), nil, 0, 0); err != nil {
 		return nil, err
