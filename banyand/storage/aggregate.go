@@ -227,8 +227,9 @@ func (f *folder) add(dp *wire.Point, it *tsdb.Item) error {
 	}
 	g := &f.groups[n]
 	if !added && f.before(at, g.first) {
-		at.payload = append(g.first.payload[:0], it.Payload...)
-		g.first = at
+		// The earlier point's payload reuses the replaced one's memory.
+		g.first.payload = append(g.first.payload[:0], it.Payload...)
+		g.first.ts, g.first.sid, g.first.version = at.ts, at.sid, at.version
 	}
 	if f.agg >= 0 {
 		switch v := numberAt(dp, f.agg); {
