@@ -28,14 +28,14 @@ import (
 // cluster is an in-process cluster: embedded etcd, data nodes and
 // liaisons, each built by the same role constructors the commands use.
 type cluster struct {
-	t        *testing.T
+	t        testing.TB
 	etcd     *etcdtest.Server
 	dataDirs []string
 	data     []*runningRole
 	liaisons []*grpc.ClientConn
 }
 
-func startCluster(t *testing.T, dataNodes, liaisons int) *cluster {
+func startCluster(t testing.TB, dataNodes, liaisons int) *cluster {
 	t.Helper()
 	c := &cluster{t: t, etcd: etcdtest.Start(t)}
 	for i := range dataNodes {

@@ -16,11 +16,11 @@ import (
 
 // testLogger keeps role logs out of the test output unless -v is asked for
 // and a test fails.
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(p))
@@ -35,7 +35,7 @@ type runningRole struct {
 
 // startRole runs comps as the command line would and returns once every
 // component has started. stop ends it (also at cleanup).
-func startRole(t *testing.T, name string, comps []run.Component, ready func() bool) *runningRole {
+func startRole(t testing.TB, name string, comps []run.Component, ready func() bool) *runningRole {
 	t.Helper()
 	g := run.NewGroup(run.Config{Name: name, StopTimeout: 20 * time.Second}, testLogger(t), comps...)
 	if err := g.Validate(); err != nil {
@@ -60,7 +60,7 @@ func startRole(t *testing.T, name string, comps []run.Component, ready func() bo
 	return r
 }
 
-func (r *runningRole) stop(t *testing.T) {
+func (r *runningRole) stop(t testing.TB) {
 	if r.cancel == nil {
 		return
 	}
@@ -89,7 +89,7 @@ type role interface {
 
 // runRole validates r, builds its components and starts them (see
 // startRole); ready says when it is up.
-func runRole(t *testing.T, name string, r role, ready func() bool) *runningRole {
+func runRole(t testing.TB, name string, r role, ready func() bool) *runningRole {
 	t.Helper()
 	if err := r.Validate(); err != nil {
 		t.Fatal(err)
@@ -103,7 +103,7 @@ func runRole(t *testing.T, name string, r role, ready func() bool) *runningRole 
 
 // runStorage starts a configured data node and returns once its cluster
 // port listens.
-func runStorage(t *testing.T, s *roles.Storage) *runningRole {
+func runStorage(t testing.TB, s *roles.Storage) *runningRole {
 	t.Helper()
 	return runRole(t, s.NodeName, s, func() bool { return s.ClusterAddr() != "" })
 }
@@ -121,7 +121,7 @@ func newLiaison(endpoint string) *roles.Liaison {
 	return l
 }
 
-func runClientRole(t *testing.T, name string, r interface {
+func runClientRole(t testing.TB, name string, r interface {
 	role
 	ClientAddr() string
 }) *runningRole {
@@ -129,7 +129,7 @@ func runClientRole(t *testing.T, name string, r interface {
 	return runRole(t, name, r, func() bool { return r.ClientAddr() != "" })
 }
 
-func dial(t *testing.T, addr string) *grpc.ClientConn {
+func dial(t testing.TB, addr string) *grpc.ClientConn {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

@@ -2,9 +2,7 @@ package liaison
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
-	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -14,22 +12,24 @@ import (
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	"github.com/banyand-io/banyand/banyand/aggregate"
 	"github.com/banyand-io/banyand/banyand/schema"
 )
 
-// A measure query's group_by, agg and top run in the liaison, over the
-// data points of its time range with their copies removed, in BanyanDB's
-// order: group the points by the group-by tags (groups in the order their
-// first point comes in the query's time order), aggregate a field over
-// each group (or over all points without group_by), keep the top N by a
-// field, then apply offset and limit. An aggregated point carries the tags
-// of its group's first point and one field, the aggregate, named after the
-// aggregated field; no timestamp. A group without agg is its first point.
+// A measure query's group_by, agg and top answer in BanyanDB's order:
+// group the points of the time range by the group-by tags (groups in the
+// order their first point comes in the query's time order), aggregate a
+// field over each group (or over all points without group_by), keep the
+// top N by a field, then apply offset and limit. An aggregated point
+// carries the tags of its group's first point and one field, the
+// aggregate, named after the aggregated field; no timestamp. A group
+// without agg is its first point.
 //
-// The data nodes send the points whole rather than partial aggregates: a
-// point may be on several nodes (replicas, a re-placed write), and only
-// the liaison sees all copies to keep the one with the highest version;
-// partial sums of copies would count them twice.
+// The data nodes fold the points of the shards each answers for into
+// partial aggregates when every point has exactly one answerer
+// (ShardAnswerers, pushdown.go); otherwise they ship the points, and the
+// liaison removes the copies (a point may be on several nodes) and folds
+// them itself. Either way the liaison merges the parts and finishes.
 
 // maxTopN bounds top.number.
 const maxTopN = schema.MaxQueryWindow
@@ -173,22 +173,95 @@ func projectTag(p *modelv1.TagProjection, family, tag string) *modelv1.TagProjec
 	return p
 }
 
-// apply shapes points, in the query's time order, into the answer; req is
-// the client's request, whose projections the answer keeps.
-func (sh *shaping) apply(req *measurev1.QueryRequest, points []*measurev1.DataPoint) ([]*measurev1.DataPoint, error) {
-	groups := sh.group(points)
-	var out []*measurev1.DataPoint
+// part is one group's partial aggregate: its key (the group-by tag
+// values), its first point and where that comes in the query's order, and
+// the statistics of the aggregated field. A data node answers parts of
+// the shards it answers for; the liaison folds shipped points into parts
+// alike (fold), so one merge and one finish serve both.
+type part struct {
+	key   string
+	pos   aggregate.Position
+	first *measurev1.DataPoint
+	stats aggregate.Stats
+	// entity names the series a TopN ranks (its first point's tags).
+	entity []*modelv1.Tag
+}
+
+// ranksPoints says each point is its own group: top without agg or
+// group_by ranks points.
+func (sh *shaping) ranksPoints() bool { return len(sh.groupBy) == 0 && sh.aggField == "" }
+
+// fold groups points of the measure group group, in the query's order,
+// into parts: groups in the order of their first point; without
+// group_by, all points are one group for agg, and each point its own
+// otherwise (top alone ranks points).
+func (sh *shaping) fold(group string, points []*measurev1.DataPoint) []part {
+	var out []part
+	index := map[string]int{}
+	var key []byte
+	for _, p := range points {
+		key = key[:0]
+		for _, ft := range sh.groupBy {
+			key = aggregate.AppendKey(key, pointTag(p, ft[0], ft[1]))
+		}
+		i, ok := index[string(key)]
+		if !ok || sh.ranksPoints() {
+			i = len(out)
+			index[string(key)] = i
+			out = append(out, part{key: string(key), first: p,
+				pos: aggregate.Position{Ts: p.GetTimestamp().AsTime().UnixNano(), Group: group, Sid: p.GetSid()}})
+		}
+		if sh.aggField != "" {
+			out[i].stats.Add(pointField(p, sh.aggField))
+		}
+	}
+	return out
+}
+
+// merge combines the parts of one group from several nodes and groups
+// (each group's first point the earliest in the query's order, desc its
+// time order) and orders the groups by their first point.
+func (sh *shaping) merge(parts []part, desc bool) []part {
+	var out []part
+	if sh.ranksPoints() {
+		out = parts
+	} else {
+		index := map[string]int{}
+		for _, p := range parts {
+			i, ok := index[p.key]
+			if !ok {
+				index[p.key] = len(out)
+				out = append(out, p)
+				continue
+			}
+			m := &out[i]
+			if aggregate.Compare(p.pos, m.pos, desc) < 0 {
+				m.pos, m.first, m.entity = p.pos, p.first, p.entity
+			}
+			m.stats.Merge(p.stats)
+		}
+	}
+	slices.SortFunc(out, func(a, b part) int { return aggregate.Compare(a.pos, b.pos, desc) })
+	return out
+}
+
+// finish makes the answer of groups in order: a group without agg is its
+// first point, with agg a point with the tags of its first point and the
+// aggregate; then top N, offset and limit. req is the client's request,
+// whose projections the answer keeps.
+func (sh *shaping) finish(req *measurev1.QueryRequest, groups []part) ([]*measurev1.DataPoint, error) {
+	out := make([]*measurev1.DataPoint, 0, len(groups))
 	for _, g := range groups {
 		if sh.aggField == "" {
-			out = append(out, project(req, g[0]))
+			out = append(out, project(req, g.first))
 			continue
 		}
-		v, err := sh.aggregate(g)
+		v, err := g.stats.Result(sh.agg, sh.aggFloat)
 		if err != nil {
-			return nil, err
+			return nil, status.Errorf(codes.InvalidArgument, "agg: %v", err)
 		}
 		out = append(out, &measurev1.DataPoint{
-			TagFamilies: project(req, g[0]).GetTagFamilies(),
+			TagFamilies: project(req, g.first).GetTagFamilies(),
 			Fields:      []*measurev1.DataPoint_Field{{Name: sh.aggField, Value: v}},
 		})
 	}
@@ -198,126 +271,18 @@ func (sh *shaping) apply(req *measurev1.QueryRequest, points []*measurev1.DataPo
 	return page(out, req.GetOffset(), req.GetLimit(), schema.DefaultMeasureLimit), nil
 }
 
-// group splits points by their group-by tag values, groups in the order
-// of their first point; without group_by, all points are one group for
-// agg, and each point its own otherwise (top alone ranks points).
-func (sh *shaping) group(points []*measurev1.DataPoint) [][]*measurev1.DataPoint {
-	if len(sh.groupBy) == 0 {
-		if sh.aggField == "" {
-			out := make([][]*measurev1.DataPoint, len(points))
-			for i, p := range points {
-				out[i] = []*measurev1.DataPoint{p}
-			}
-			return out
-		}
-		if len(points) == 0 {
-			return nil
-		}
-		return [][]*measurev1.DataPoint{points}
-	}
-	index := map[string]int{}
-	var out [][]*measurev1.DataPoint
-	var key strings.Builder
-	for _, p := range points {
-		key.Reset()
-		for _, ft := range sh.groupBy {
-			v := pointTag(p, ft[0], ft[1])
-			switch x := v.GetValue().(type) {
-			case *modelv1.TagValue_Str:
-				fmt.Fprintf(&key, "s%d:%s", len(x.Str.GetValue()), x.Str.GetValue())
-			case *modelv1.TagValue_Int:
-				fmt.Fprintf(&key, "i%d;", x.Int.GetValue())
-			default:
-				key.WriteString("n;") // null: points without the tag group together
-			}
-		}
-		k := key.String()
-		i, ok := index[k]
-		if !ok {
-			i = len(out)
-			index[k] = i
-			out = append(out, nil)
-		}
-		out[i] = append(out[i], p)
-	}
-	return out
-}
-
-// aggregate computes the aggregate of the group's field, as BanyanDB
-// does: in the field's type; MEAN of ints divides as integers; COUNT
-// counts the points.
-func (sh *shaping) aggregate(g []*measurev1.DataPoint) (*modelv1.FieldValue, error) {
-	var sum, lo, hi float64
-	var isum, ilo, ihi int64
-	n := 0
-	for _, p := range g {
-		fv := pointField(p, sh.aggField)
-		var f float64
-		var i int64
-		switch x := fv.GetValue().(type) {
-		case *modelv1.FieldValue_Int:
-			i, f = x.Int.GetValue(), float64(x.Int.GetValue())
-		case *modelv1.FieldValue_Float:
-			f, i = x.Float.GetValue(), int64(x.Float.GetValue())
-		default:
-			continue // a point written without the field does not count
-		}
-		if n == 0 {
-			lo, hi, ilo, ihi = f, f, i, i
-		}
-		sum, isum = sum+f, isum+i
-		lo, hi, ilo, ihi = min(lo, f), max(hi, f), min(ilo, i), max(ihi, i)
-		n++
-	}
-	var fres float64
-	var ires int64
-	switch sh.agg {
-	case modelv1.AggregationFunction_AGGREGATION_FUNCTION_SUM:
-		fres, ires = sum, isum
-	case modelv1.AggregationFunction_AGGREGATION_FUNCTION_COUNT:
-		fres, ires = float64(n), int64(n)
-	case modelv1.AggregationFunction_AGGREGATION_FUNCTION_MAX:
-		fres, ires = hi, ihi
-	case modelv1.AggregationFunction_AGGREGATION_FUNCTION_MIN:
-		fres, ires = lo, ilo
-	case modelv1.AggregationFunction_AGGREGATION_FUNCTION_MEAN:
-		if n > 0 {
-			fres, ires = sum/float64(n), isum/int64(n)
-			// BanyanDB's mean of a non-empty group is never below 1
-			// (its aggregation's floor); its clients rely on it.
-			fres, ires = max(fres, 1), max(ires, 1)
-		}
-	default:
-		return nil, status.Errorf(codes.InvalidArgument, "agg: function %v", sh.agg)
-	}
-	if sh.aggFloat {
-		return &modelv1.FieldValue{Value: &modelv1.FieldValue_Float{Float: &modelv1.Float{Value: fres}}}, nil
-	}
-	return &modelv1.FieldValue{Value: &modelv1.FieldValue_Int{Int: &modelv1.Int{Value: ires}}}, nil
-}
-
 // topN keeps the n points with the highest (SORT_DESC, the default) or
 // lowest (SORT_ASC) value of the field, ordered so; ties keep their order.
 func topN(points []*measurev1.DataPoint, t *measurev1.QueryRequest_Top) []*measurev1.DataPoint {
 	asc := t.GetFieldValueSort() == modelv1.Sort_SORT_ASC
 	slices.SortStableFunc(points, func(a, b *measurev1.DataPoint) int {
-		c := cmp.Compare(numeric(pointField(a, t.GetFieldName())), numeric(pointField(b, t.GetFieldName())))
+		c := cmp.Compare(aggregate.Numeric(pointField(a, t.GetFieldName())), aggregate.Numeric(pointField(b, t.GetFieldName())))
 		if asc {
 			return c
 		}
 		return -c
 	})
 	return points[:min(len(points), int(t.GetNumber()))]
-}
-
-func numeric(v *modelv1.FieldValue) float64 {
-	switch x := v.GetValue().(type) {
-	case *modelv1.FieldValue_Int:
-		return float64(x.Int.GetValue())
-	case *modelv1.FieldValue_Float:
-		return x.Float.GetValue()
-	}
-	return 0
 }
 
 func pointTag(p *measurev1.DataPoint, family, tag string) *modelv1.TagValue {

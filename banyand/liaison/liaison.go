@@ -34,6 +34,10 @@ type Deps struct {
 	// reach; nil means every node that holds data is always asked
 	// (standalone).
 	Holders DataHolders
+	// Answerers plans which data node aggregates which shards of a
+	// group's points (Holders in a cluster, OneStore in standalone); nil
+	// ships every point to the liaison.
+	Answerers ShardAnswerers
 	// AllowPartial answers a query OK without the unreachable holders,
 	// counted in PartialAnswers, instead of UNAVAILABLE: an operator's
 	// opt-in, off by default.
@@ -74,7 +78,7 @@ func NewServices(cfg WriteConfig, deps Deps) *Services {
 	if partial == nil {
 		partial = noCounter{}
 	}
-	q := &querier{logger: logger, schema: view, queue: deps.Queue, holders: deps.Holders, allowPartial: deps.AllowPartial, partial: partial}
+	q := &querier{logger: logger, schema: view, queue: deps.Queue, holders: deps.Holders, answerers: deps.Answerers, allowPartial: deps.AllowPartial, partial: partial}
 	return &Services{
 		Stream:   &StreamService{writer: w, query: q},
 		Measure:  &MeasureService{writer: w, query: q},

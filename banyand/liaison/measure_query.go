@@ -66,6 +66,19 @@ func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest)
 		}
 	}
 	tr := newQueryTrace(req.GetTrace(), "measure query %v/%s", req.GetGroups(), req.GetName())
+	if shape != nil && rule == "" {
+		parts, err := s.parts(ctx, snap, req, shape, tr)
+		if err != nil {
+			return nil, err
+		}
+		span := tr.start("merge the groups; aggregate, top N, offset and limit")
+		points, err := shape.finish(req, shape.merge(parts, req.GetOrderBy().GetSort() == modelv1.Sort_SORT_DESC))
+		if err != nil {
+			return nil, err
+		}
+		tr.end(span, "points", strconv.Itoa(len(points)))
+		return &measurev1.QueryResponse{DataPoints: points, Trace: tr.finish()}, nil
+	}
 	span := tr.start("ask the data nodes of every group")
 	points, err := s.gather(ctx, snap, nodeReq, orderTags, shape != nil)
 	if err != nil {
@@ -74,7 +87,8 @@ func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest)
 	tr.end(span, "points", strconv.Itoa(len(points)))
 	span = tr.start("group by, aggregate, top N, offset and limit")
 	if shape != nil {
-		if points, err = shape.apply(req, points); err != nil {
+		// Ordered by an index rule: the points' order is the groups'.
+		if points, err = shape.finish(req, shape.fold("", points)); err != nil {
 			return nil, err
 		}
 	} else {

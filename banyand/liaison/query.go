@@ -38,6 +38,7 @@ type querier struct {
 	schema       *layouts
 	queue        queue.Client
 	holders      DataHolders
+	answerers    ShardAnswerers // nil: points are shipped to the liaison
 	allowPartial bool
 	partial      Counter
 }
@@ -70,10 +71,11 @@ func queryTime(ts *timestamppb.Timestamp) bool {
 	return ok && ns%int64(time.Millisecond) == 0
 }
 
-// scatter sends payload to every node holding group and returns their
-// replies. A node that cannot answer fails the query: a partial answer
-// would silently hide acknowledged writes.
-func (q *querier) scatter(ctx context.Context, topic queue.Topic, group string, payload []byte) ([][]byte, error) {
+// scatter sends a query to every node holding group (send: a broadcast,
+// or a request of its own to each) and returns their replies. A node that
+// cannot answer fails the query: a partial answer would silently hide
+// acknowledged writes.
+func (q *querier) scatter(ctx context.Context, group string, send func(context.Context) ([]queue.Reply, error)) ([]queue.Reply, error) {
 	// Checked before asking (fail fast on a node known to be away) and
 	// again against the nodes that answered: the node table the broadcast
 	// read may be newer than the one checked, without a holder in it.
@@ -81,11 +83,10 @@ func (q *querier) scatter(ctx context.Context, topic queue.Topic, group string, 
 	if err := q.checkHolders(group, nil, &partial); err != nil {
 		return nil, err
 	}
-	replies, err := q.queue.Broadcast(ctx, topic, group, payload)
+	replies, err := send(ctx)
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "query group %q: %v", group, err)
 	}
-	out := make([][]byte, 0, len(replies))
 	for _, r := range replies {
 		if r.Err != nil {
 			code := codes.Unavailable
@@ -97,7 +98,6 @@ func (q *querier) scatter(ctx context.Context, topic queue.Topic, group string, 
 			}
 			return nil, status.Errorf(code, "query group %q on node %s: %v", group, r.Node, r.Err)
 		}
-		out = append(out, r.Payload)
 	}
 	answered := make(map[string]bool, len(replies))
 	for _, r := range replies {
@@ -106,7 +106,7 @@ func (q *querier) scatter(ctx context.Context, topic queue.Topic, group string, 
 	if err := q.checkHolders(group, answered, &partial); err != nil {
 		return nil, err
 	}
-	return out, nil
+	return replies, nil
 }
 
 // ask encodes query, scatters it to the nodes holding group (scatter) and
@@ -119,14 +119,24 @@ func ask[R any, PR interface {
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "encode query: %v", err)
 	}
-	replies, err := q.scatter(ctx, topic, group, payload)
+	replies, err := q.scatter(ctx, group, func(ctx context.Context) ([]queue.Reply, error) {
+		return q.queue.Broadcast(ctx, topic, group, payload)
+	})
 	if err != nil {
 		return nil, err
 	}
+	return decodeReplies[R, PR](replies)
+}
+
+// decodeReplies decodes each node's answer as an R.
+func decodeReplies[R any, PR interface {
+	*R
+	proto.Message
+}](replies []queue.Reply) ([]*R, error) {
 	out := make([]*R, len(replies))
 	for i, r := range replies {
 		out[i] = new(R)
-		if err := proto.Unmarshal(r, PR(out[i])); err != nil {
+		if err := proto.Unmarshal(r.Payload, PR(out[i])); err != nil {
 			return nil, status.Errorf(codes.Internal, "decode a data node's answer: %v", err)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -12,6 +11,7 @@ import (
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	"github.com/banyand-io/banyand/banyand/aggregate"
 	"github.com/banyand-io/banyand/banyand/schema"
 )
 
@@ -25,10 +25,11 @@ import (
 // aggregated over the range (no timestamp); without, a list per point in
 // time.
 //
-// The ranking is computed when asked, from the points the data nodes
-// hold (copies removed, as any measure query), not kept up to date as
-// writes arrive: it is exact whatever the counters_number and lru_size,
-// and costs a scan of the range.
+// The ranking is computed when asked, not kept up to date as writes
+// arrive: it is exact whatever the counters_number and lru_size, and
+// costs a scan of the range. With agg it is a group by the series' tags,
+// pushed down to the data nodes like a measure query's (parts); without,
+// the points are shipped (copies removed, as any measure query).
 func (s *MeasureService) TopN(ctx context.Context, req *measurev1.TopNRequest) (*measurev1.TopNResponse, error) {
 	if err := checkQuery(req.GetGroups(), req.GetName(), req.GetTimeRange(), nil, 0, 0); err != nil {
 		return nil, err
@@ -41,6 +42,7 @@ func (s *MeasureService) TopN(ctx context.Context, req *measurev1.TopNRequest) (
 	}
 	src, snap := s.schema.src.Current(), s.schema.snapshot()
 	var items []rankedItem
+	var parts []part
 	var sort modelv1.Sort
 	sh := &shaping{agg: req.GetAgg()} // the function and field the series fold by
 	for _, g := range req.GetGroups() {
@@ -67,26 +69,33 @@ func (s *MeasureService) TopN(ctx context.Context, req *measurev1.TopNRequest) (
 		if sort = req.GetFieldValueSort(); sort == modelv1.Sort_SORT_UNSPECIFIED {
 			sort = agg.GetFieldValueSort()
 		}
+		if req.GetAgg() != modelv1.AggregationFunction_AGGREGATION_FUNCTION_UNSPECIFIED {
+			// Each series folds into one value: a group by the series'
+			// tags, answered by the data nodes where the plan allows.
+			one := *sh
+			one.groupBy = entity
+			got, err := s.parts(ctx, snap, q, &one, nil)
+			if err != nil {
+				return nil, err
+			}
+			for i := range got {
+				got[i].entity = entityOf(got[i].first, entity)
+			}
+			parts = append(parts, got...)
+			continue
+		}
 		points, err := s.gather(ctx, snap, q, nil, true)
 		if err != nil {
 			return nil, err
 		}
 		for _, p := range points {
-			it := rankedItem{ts: p.GetTimestamp().AsTime().UnixNano(), point: p}
-			for _, ft := range entity {
-				v := pointTag(p, ft[0], ft[1])
-				if v.GetValue() == nil {
-					v = nullTag()
-				}
-				it.entity = append(it.entity, &modelv1.Tag{Key: ft[1], Value: v})
-			}
-			items = append(items, it)
+			items = append(items, rankedItem{ts: p.GetTimestamp().AsTime().UnixNano(), point: p, entity: entityOf(p, entity)})
 		}
 	}
 	field := sh.aggField
 	resp := &measurev1.TopNResponse{}
 	if req.GetAgg() != modelv1.AggregationFunction_AGGREGATION_FUNCTION_UNSPECIFIED {
-		list, err := rankAggregated(sh, items, sort, int(req.GetTopN()))
+		list, err := rankAggregated(sh, sh.merge(parts, false), sort, int(req.GetTopN()))
 		if err != nil {
 			return nil, err
 		}
@@ -120,38 +129,18 @@ type rankedItem struct {
 	point  *measurev1.DataPoint
 }
 
-// rankAggregated folds each series' points with sh's function and ranks
-// the series.
-func rankAggregated(sh *shaping, items []rankedItem, sort modelv1.Sort, n int) (*measurev1.TopNList, error) {
-	index := map[string]int{}
-	var series [][]rankedItem
-	for _, it := range items {
-		var key strings.Builder
-		for _, t := range it.entity {
-			key.WriteString(t.GetValue().String())
-			key.WriteByte(0)
-		}
-		i, ok := index[key.String()]
-		if !ok {
-			i = len(series)
-			index[key.String()] = i
-			series = append(series, nil)
-		}
-		series[i] = append(series[i], it)
-	}
+// rankAggregated ranks the series (groups, in the order of their first
+// point) by their aggregate with sh's function.
+func rankAggregated(sh *shaping, series []part, sort modelv1.Sort, n int) (*measurev1.TopNList, error) {
 	folded := make([]rankedItem, 0, len(series))
 	for _, s := range series {
-		points := make([]*measurev1.DataPoint, len(s))
-		for i, it := range s {
-			points[i] = it.point
-		}
-		v, err := sh.aggregate(points)
+		v, err := s.stats.Result(sh.agg, sh.aggFloat)
 		if err != nil {
-			return nil, err
+			return nil, status.Errorf(codes.InvalidArgument, "agg: %v", err)
 		}
-		folded = append(folded, rankedItem{entity: s[0].entity, point: &measurev1.DataPoint{
-			Fields: []*measurev1.DataPoint_Field{{Name: sh.aggField, Value: v}},
-		}})
+		it := rankedItem{point: &measurev1.DataPoint{Fields: []*measurev1.DataPoint_Field{{Name: sh.aggField, Value: v}}}}
+		it.entity = s.entity
+		folded = append(folded, it)
 	}
 	rank(folded, sh.aggField, sort)
 	list := &measurev1.TopNList{}
@@ -161,11 +150,24 @@ func rankAggregated(sh *shaping, items []rankedItem, sort modelv1.Sort, n int) (
 	return list, nil
 }
 
+// entityOf names the series of p by the (family, tag) pairs of entity.
+func entityOf(p *measurev1.DataPoint, entity [][2]string) []*modelv1.Tag {
+	out := make([]*modelv1.Tag, 0, len(entity))
+	for _, ft := range entity {
+		v := pointTag(p, ft[0], ft[1])
+		if v.GetValue() == nil {
+			v = nullTag()
+		}
+		out = append(out, &modelv1.Tag{Key: ft[1], Value: v})
+	}
+	return out
+}
+
 // rank orders items by field, highest first unless SORT_ASC; ties keep
 // their order.
 func rank(items []rankedItem, field string, sort modelv1.Sort) {
 	slices.SortStableFunc(items, func(a, b rankedItem) int {
-		c := cmp.Compare(numeric(pointField(a.point, field)), numeric(pointField(b.point, field)))
+		c := cmp.Compare(aggregate.Numeric(pointField(a.point, field)), aggregate.Numeric(pointField(b.point, field)))
 		if sort == modelv1.Sort_SORT_ASC {
 			return c
 		}

@@ -34,8 +34,16 @@ func (q *queryTrace) start(format string, args ...any) *commonv1.Span {
 	if q == nil {
 		return nil
 	}
+	return q.startUnder(q.root, format, args...)
+}
+
+// startUnder opens a span under parent.
+func (q *queryTrace) startUnder(parent *commonv1.Span, format string, args ...any) *commonv1.Span {
+	if q == nil || parent == nil {
+		return nil
+	}
 	s := &commonv1.Span{Message: fmt.Sprintf(format, args...), StartTime: timestamppb.Now()}
-	q.root.Children = append(q.root.Children, s)
+	parent.Children = append(parent.Children, s)
 	return s
 }
 

@@ -144,7 +144,7 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 	holders := liaison.NewHolders(router)
 	services := liaison.NewServices(liaison.WriteConfig{AckTimeout: l.server.AckTimeout}, liaison.Deps{
 		Logger: logger.With("component", "liaison"), Schema: cache, Queue: publisher, Counters: roleMetrics.Writes,
-		Holders: holders, AllowPartial: l.PartialAnswers, PartialAnswers: roleMetrics.PartialAnswers,
+		Holders: holders, Answerers: holders, AllowPartial: l.PartialAnswers, PartialAnswers: roleMetrics.PartialAnswers,
 	})
 	watch := newNodeWatch(nodeWatcher, placement, logger, roleMetrics.RegistryEvents)
 	meta := metadata.New(liaison.ReadYourWrites(store, cache))

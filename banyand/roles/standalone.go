@@ -100,6 +100,7 @@ func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 	})
 	services := liaison.NewServices(liaison.WriteConfig{AckTimeout: s.server.AckTimeout}, liaison.Deps{
 		Logger: logger.With("component", "liaison"), Schema: cache, Queue: q, Counters: roleMetrics.Writes,
+		Answerers: liaison.OneStore{},
 	})
 	listeners := roleMetrics.Listeners
 	meta := metadata.New(liaison.ReadYourWrites(reg, cache))

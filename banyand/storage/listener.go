@@ -17,8 +17,9 @@ import (
 //     commit; Handle returns once it is durable, with per-message errors.
 //     A Local batch's nested tag and field values are not validated again.
 //   - TopicStreamQuery, TopicMeasureQuery: one reply per message (a
-//     marshalled stream.v1 / measure.v1 QueryResponse); a query that fails
-//     gets an error and no reply.
+//     marshalled stream.v1 / measure.v1 QueryResponse, or a
+//     cluster.v1.MeasurePartials for a measure query with a partial plan);
+//     a query that fails gets an error and no reply.
 //   - TopicPropertyWrite: cluster.v1.PropertyWrite, applied by the
 //     revision rule and committed as one synced write (WriteProperties).
 //   - TopicPropertyQuery: one cluster.v1.PropertyQueryResult per message.
@@ -83,6 +84,9 @@ func (s *Store) handleMeasureQuery(ctx context.Context, b queue.Batch) queue.Res
 		var q clusterv1.MeasureQuery
 		if err := proto.Unmarshal(m, &q); err != nil {
 			return nil, fmt.Errorf("%w: measure query does not decode: %w", queue.ErrInvalidMessage, err)
+		}
+		if q.GetPartial() != nil {
+			return s.QueryMeasurePartials(ctx, &q)
 		}
 		return s.QueryMeasure(ctx, &q)
 	})

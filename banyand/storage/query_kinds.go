@@ -116,8 +116,8 @@ func (s *Store) doQueryStream(ctx context.Context, q *clusterv1.StreamQuery, o q
 // QueryMeasure is QueryStream for measures (limit 0 means
 // schema.DefaultMeasureLimit): data points with the projected tags and fields, their
 // version, and sid = xxhash64 of the series key. Group by, aggregation and
-// top-N are ErrUnimplemented: the liaison would have to combine them across
-// nodes anyway.
+// top-N are ErrUnimplemented here: a query with a partial plan asks for
+// them (QueryMeasurePartials).
 func (s *Store) QueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery) (*measurev1.QueryResponse, error) {
 	return s.queryMeasure(ctx, q, false)
 }
@@ -150,23 +150,9 @@ func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, o
 	if err != nil {
 		return nil, err
 	}
-	proj, err := layout.projection(req.GetTagProjection())
+	out, err := newPointMaker(def, layout, req)
 	if err != nil {
 		return nil, err
-	}
-	fields := make([]int, 0, len(req.GetFieldProjection().GetNames()))
-	for _, name := range req.GetFieldProjection().GetNames() {
-		fi := -1
-		for i, f := range def.GetFields() {
-			if f.GetName() == name {
-				fi = i
-				break
-			}
-		}
-		if fi < 0 {
-			return nil, fmt.Errorf("%w: unknown field %q in projection", errInvalidQuery, name)
-		}
-		fields = append(fields, fi)
 	}
 	if !o.forceScan {
 		p.series, _ = seriesKey(p.name, def.GetEntity().GetTagNames(), crit.eq)
@@ -189,22 +175,7 @@ func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, o
 		if err := proto.Unmarshal(h.payload, &dp); err != nil {
 			return nil, fmt.Errorf("storage: stored data point does not decode: %w", err)
 		}
-		out := &measurev1.DataPoint{
-			Timestamp:   timestampOf(dp.GetTimestamp(), h.ts),
-			TagFamilies: proj.project(dp.GetTagFamilies()),
-			Sid:         h.hash,
-			Version:     h.version,
-		}
-		if len(fields) > 0 {
-			out.Fields = make([]*measurev1.DataPoint_Field, len(fields))
-			for i, fi := range fields {
-				out.Fields[i] = &measurev1.DataPoint_Field{
-					Name:  def.GetFields()[fi].GetName(),
-					Value: fieldAt(dp.GetFields(), fi),
-				}
-			}
-		}
-		resp.DataPoints = append(resp.DataPoints, out)
+		resp.DataPoints = append(resp.DataPoints, out.point(&dp, h.ts, h.hash, h.version))
 	}
 	return resp, nil
 }

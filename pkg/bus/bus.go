@@ -125,6 +125,11 @@ func (b *Bus) NewBatchPublisher(timeout time.Duration) queue.BatchPublisher {
 // listener (ErrUnknownTopic included) is in Reply.Err; the error is
 // ErrClosed or ctx's.
 func (b *Bus) Broadcast(ctx context.Context, topic queue.Topic, _ string, payload []byte) ([]queue.Reply, error) {
+	return b.Ask(ctx, topic, "", func(string) []byte { return payload })
+}
+
+// Ask implements queue.Asker: Broadcast with payload(NodeName).
+func (b *Bus) Ask(ctx context.Context, topic queue.Topic, _ string, payload func(node string) []byte) ([]queue.Reply, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("bus: broadcast to %q: %w", topic, err)
 	}
@@ -138,7 +143,7 @@ func (b *Bus) Broadcast(ctx context.Context, topic queue.Topic, _ string, payloa
 		r.Err = err
 		return []queue.Reply{r}, nil
 	}
-	res, err := deliver(ctx, l, queue.Batch{Topic: topic, Messages: [][]byte{payload}, Local: true})
+	res, err := deliver(ctx, l, queue.Batch{Topic: topic, Messages: [][]byte{payload(b.cfg.NodeName)}, Local: true})
 	switch {
 	case err != nil:
 		r.Err = err

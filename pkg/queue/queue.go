@@ -141,6 +141,14 @@ type Client interface {
 	Broadcast(ctx context.Context, topic Topic, group string, payload []byte) ([]Reply, error)
 }
 
+// Asker is Broadcast with a request of its own for each node: queries
+// that split work between the nodes send each its part.
+type Asker interface {
+	// Ask sends payload(node) to every node Broadcast would send to and
+	// returns each node's reply, as Broadcast does.
+	Ask(ctx context.Context, topic Topic, group string, payload func(node string) []byte) ([]Reply, error)
+}
+
 // Batch is what a listener receives: messages of one topic. The messages
 // are valid only until Handle returns (a transport may reuse their memory
 // for the next batch): a listener that keeps a message, or hands it to

@@ -19,11 +19,13 @@ import (
 // error result is for failures before anything was sent (closed client,
 // unknown group, no nodes).
 func (c *Client) Broadcast(ctx context.Context, topic queue.Topic, group string, payload []byte) ([]queue.Reply, error) {
+	return c.Ask(ctx, topic, group, func(string) []byte { return payload })
+}
+
+// Ask implements queue.Asker: Broadcast with payload(node) for each node.
+func (c *Client) Ask(ctx context.Context, topic queue.Topic, group string, payload func(node string) []byte) ([]queue.Reply, error) {
 	if c.closed.Load() {
 		return nil, fmt.Errorf("queue/pub: broadcast to %q: client %w", topic, queue.ErrClosed)
-	}
-	if uint64(len(payload)) > math.MaxUint32 { // Head.Plen; far over any batch cap anyway
-		return nil, fmt.Errorf("queue/pub: broadcast to %q: %d byte payload: %w", topic, len(payload), queue.ErrInvalidMessage)
 	}
 	t := c.place.Current()
 	if _, ok := t.Group(group); !ok {
@@ -49,9 +51,14 @@ func (c *Client) Broadcast(ctx context.Context, topic queue.Topic, group string,
 	replies := make([]queue.Reply, len(names))
 	for i, name := range names {
 		m := &msgs[i]
+		replies[i].Node = name
+		payload := payload(name)
+		if uint64(len(payload)) > math.MaxUint32 { // Head.Plen; far over any batch cap anyway
+			replies[i].Err = fmt.Errorf("queue/pub: broadcast to %q: %d byte payload: %w", topic, len(payload), queue.ErrInvalidMessage)
+			continue
+		}
 		m.Key, m.Plen, m.Deadline = key, uint32(len(payload)), deadline.UnixNano()
 		m.X = &sendq.Extra{Pinned: true, Node: name, Payload: payload}
-		replies[i].Node = name
 		if _, err := c.publish(ctx, nil, &m.Head, payload, m); err != nil {
 			replies[i].Err = err
 			m.Resolve(err, nil)

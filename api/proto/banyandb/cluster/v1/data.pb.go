@@ -458,7 +458,11 @@ type MeasureQuery struct {
 	Schema  *v12.Measure           `protobuf:"bytes,2,opt,name=schema,proto3" json:"schema,omitempty"`
 	// order_tag is StreamQuery.order_tag for measures; the liaison projects
 	// the tag too, so that it merges the answers by each point's value.
-	OrderTag      string `protobuf:"bytes,3,opt,name=order_tag,json=orderTag,proto3" json:"order_tag,omitempty"`
+	OrderTag string `protobuf:"bytes,3,opt,name=order_tag,json=orderTag,proto3" json:"order_tag,omitempty"`
+	// partial, when set, asks for the request's group_by, agg and top as
+	// partial aggregates over the points of some shards only; the reply is
+	// a MeasurePartials (docs/design/queries.md).
+	Partial       *MeasurePartialPlan `protobuf:"bytes,20,opt,name=partial,proto3" json:"partial,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -514,6 +518,261 @@ func (x *MeasureQuery) GetOrderTag() string {
 	return ""
 }
 
+func (x *MeasureQuery) GetPartial() *MeasurePartialPlan {
+	if x != nil {
+		return x.Partial
+	}
+	return nil
+}
+
+// MeasurePartialPlan names the shards whose points a data node answers
+// for: no other node answers for them, and the node holds every
+// acknowledged point of each.
+type MeasurePartialPlan struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// shard_num is the group's shard count: a point's shard is
+	// xxhash64(series key) mod shard_num.
+	ShardNum uint32   `protobuf:"varint,1,opt,name=shard_num,json=shardNum,proto3" json:"shard_num,omitempty"`
+	Shards   []uint32 `protobuf:"varint,2,rep,packed,name=shards,proto3" json:"shards,omitempty"`
+	// all_shards answers for every shard (one store holds the group).
+	AllShards     bool `protobuf:"varint,3,opt,name=all_shards,json=allShards,proto3" json:"all_shards,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MeasurePartialPlan) Reset() {
+	*x = MeasurePartialPlan{}
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MeasurePartialPlan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MeasurePartialPlan) ProtoMessage() {}
+
+func (x *MeasurePartialPlan) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MeasurePartialPlan.ProtoReflect.Descriptor instead.
+func (*MeasurePartialPlan) Descriptor() ([]byte, []int) {
+	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *MeasurePartialPlan) GetShardNum() uint32 {
+	if x != nil {
+		return x.ShardNum
+	}
+	return 0
+}
+
+func (x *MeasurePartialPlan) GetShards() []uint32 {
+	if x != nil {
+		return x.Shards
+	}
+	return nil
+}
+
+func (x *MeasurePartialPlan) GetAllShards() bool {
+	if x != nil {
+		return x.AllShards
+	}
+	return false
+}
+
+// MeasurePartials is a data node's answer to a MeasureQuery with a
+// partial plan.
+type MeasurePartials struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// groups are the groups of the group-by tag values, each once; without
+	// group_by, one group (agg) or, for top alone, the node's top N points.
+	Groups []*MeasurePartial `protobuf:"bytes,1,rep,name=groups,proto3" json:"groups,omitempty"`
+	// shards_held lists the shards of every point of the time range the
+	// node holds, answered for or not: a shard the liaison did not know the
+	// node holds means its plan was stale.
+	ShardsHeld []uint32 `protobuf:"varint,2,rep,packed,name=shards_held,json=shardsHeld,proto3" json:"shards_held,omitempty"`
+	// points counts the points folded into groups.
+	Points        uint64 `protobuf:"varint,3,opt,name=points,proto3" json:"points,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MeasurePartials) Reset() {
+	*x = MeasurePartials{}
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MeasurePartials) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MeasurePartials) ProtoMessage() {}
+
+func (x *MeasurePartials) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MeasurePartials.ProtoReflect.Descriptor instead.
+func (*MeasurePartials) Descriptor() ([]byte, []int) {
+	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *MeasurePartials) GetGroups() []*MeasurePartial {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+func (x *MeasurePartials) GetShardsHeld() []uint32 {
+	if x != nil {
+		return x.ShardsHeld
+	}
+	return nil
+}
+
+func (x *MeasurePartials) GetPoints() uint64 {
+	if x != nil {
+		return x.Points
+	}
+	return 0
+}
+
+// MeasurePartial is one group's partial aggregate on one data node.
+type MeasurePartial struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// key encodes the group-by tag values; equal keys are one group.
+	Key []byte `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// first is the group's first point in the query's order, with the
+	// request's projections, timestamp, series id and version.
+	First *v11.DataPoint `protobuf:"bytes,2,opt,name=first,proto3" json:"first,omitempty"`
+	// count, sums, minimums and maximums of the aggregated field over the
+	// group's points that have it, as ints and as floats.
+	Count         uint64  `protobuf:"varint,3,opt,name=count,proto3" json:"count,omitempty"`
+	IntSum        int64   `protobuf:"varint,4,opt,name=int_sum,json=intSum,proto3" json:"int_sum,omitempty"`
+	FloatSum      float64 `protobuf:"fixed64,5,opt,name=float_sum,json=floatSum,proto3" json:"float_sum,omitempty"`
+	IntMin        int64   `protobuf:"varint,6,opt,name=int_min,json=intMin,proto3" json:"int_min,omitempty"`
+	IntMax        int64   `protobuf:"varint,7,opt,name=int_max,json=intMax,proto3" json:"int_max,omitempty"`
+	FloatMin      float64 `protobuf:"fixed64,8,opt,name=float_min,json=floatMin,proto3" json:"float_min,omitempty"`
+	FloatMax      float64 `protobuf:"fixed64,9,opt,name=float_max,json=floatMax,proto3" json:"float_max,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MeasurePartial) Reset() {
+	*x = MeasurePartial{}
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MeasurePartial) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MeasurePartial) ProtoMessage() {}
+
+func (x *MeasurePartial) ProtoReflect() protoreflect.Message {
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MeasurePartial.ProtoReflect.Descriptor instead.
+func (*MeasurePartial) Descriptor() ([]byte, []int) {
+	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *MeasurePartial) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *MeasurePartial) GetFirst() *v11.DataPoint {
+	if x != nil {
+		return x.First
+	}
+	return nil
+}
+
+func (x *MeasurePartial) GetCount() uint64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *MeasurePartial) GetIntSum() int64 {
+	if x != nil {
+		return x.IntSum
+	}
+	return 0
+}
+
+func (x *MeasurePartial) GetFloatSum() float64 {
+	if x != nil {
+		return x.FloatSum
+	}
+	return 0
+}
+
+func (x *MeasurePartial) GetIntMin() int64 {
+	if x != nil {
+		return x.IntMin
+	}
+	return 0
+}
+
+func (x *MeasurePartial) GetIntMax() int64 {
+	if x != nil {
+		return x.IntMax
+	}
+	return 0
+}
+
+func (x *MeasurePartial) GetFloatMin() float64 {
+	if x != nil {
+		return x.FloatMin
+	}
+	return 0
+}
+
+func (x *MeasurePartial) GetFloatMax() float64 {
+	if x != nil {
+		return x.FloatMax
+	}
+	return 0
+}
+
 // PropertyWrite applies one revision of a property on the data nodes of
 // its shard (docs/design/properties.md). property.metadata.mod_revision is
 // the revision the liaison stamped; a data node keeps, of one property,
@@ -538,7 +797,7 @@ type PropertyWrite struct {
 
 func (x *PropertyWrite) Reset() {
 	*x = PropertyWrite{}
-	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[6]
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -550,7 +809,7 @@ func (x *PropertyWrite) String() string {
 func (*PropertyWrite) ProtoMessage() {}
 
 func (x *PropertyWrite) ProtoReflect() protoreflect.Message {
-	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[6]
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -563,7 +822,7 @@ func (x *PropertyWrite) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PropertyWrite.ProtoReflect.Descriptor instead.
 func (*PropertyWrite) Descriptor() ([]byte, []int) {
-	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{6}
+	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PropertyWrite) GetShardId() uint32 {
@@ -620,7 +879,7 @@ type StoredProperty struct {
 
 func (x *StoredProperty) Reset() {
 	*x = StoredProperty{}
-	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[7]
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -632,7 +891,7 @@ func (x *StoredProperty) String() string {
 func (*StoredProperty) ProtoMessage() {}
 
 func (x *StoredProperty) ProtoReflect() protoreflect.Message {
-	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[7]
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -645,7 +904,7 @@ func (x *StoredProperty) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoredProperty.ProtoReflect.Descriptor instead.
 func (*StoredProperty) Descriptor() ([]byte, []int) {
-	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{7}
+	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *StoredProperty) GetProperty() *v14.Property {
@@ -675,7 +934,7 @@ type PropertyQuery struct {
 
 func (x *PropertyQuery) Reset() {
 	*x = PropertyQuery{}
-	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[8]
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -687,7 +946,7 @@ func (x *PropertyQuery) String() string {
 func (*PropertyQuery) ProtoMessage() {}
 
 func (x *PropertyQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[8]
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -700,7 +959,7 @@ func (x *PropertyQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PropertyQuery.ProtoReflect.Descriptor instead.
 func (*PropertyQuery) Descriptor() ([]byte, []int) {
-	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{8}
+	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PropertyQuery) GetRequest() *v14.QueryRequest {
@@ -729,7 +988,7 @@ type PropertyQueryResult struct {
 
 func (x *PropertyQueryResult) Reset() {
 	*x = PropertyQueryResult{}
-	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[9]
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -741,7 +1000,7 @@ func (x *PropertyQueryResult) String() string {
 func (*PropertyQueryResult) ProtoMessage() {}
 
 func (x *PropertyQueryResult) ProtoReflect() protoreflect.Message {
-	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[9]
+	mi := &file_banyandb_cluster_v1_data_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -754,7 +1013,7 @@ func (x *PropertyQueryResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PropertyQueryResult.ProtoReflect.Descriptor instead.
 func (*PropertyQueryResult) Descriptor() ([]byte, []int) {
-	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{9}
+	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PropertyQueryResult) GetProperties() []*StoredProperty {
@@ -806,11 +1065,32 @@ const file_banyandb_cluster_v1_data_proto_rawDesc = "" +
 	"seriesKeys\x12\x1a\n" +
 	"\bversions\x18\x03 \x03(\x03R\bversions\x12:\n" +
 	"\n" +
-	"order_keys\x18\x04 \x03(\v2\x1b.banyandb.model.v1.TagValueR\torderKeys\"\x9f\x01\n" +
+	"order_keys\x18\x04 \x03(\v2\x1b.banyandb.model.v1.TagValueR\torderKeys\"\xe2\x01\n" +
 	"\fMeasureQuery\x12;\n" +
 	"\arequest\x18\x01 \x01(\v2!.banyandb.measure.v1.QueryRequestR\arequest\x125\n" +
 	"\x06schema\x18\x02 \x01(\v2\x1d.banyandb.database.v1.MeasureR\x06schema\x12\x1b\n" +
-	"\torder_tag\x18\x03 \x01(\tR\borderTag\"\x9f\x02\n" +
+	"\torder_tag\x18\x03 \x01(\tR\borderTag\x12A\n" +
+	"\apartial\x18\x14 \x01(\v2'.banyandb.cluster.v1.MeasurePartialPlanR\apartial\"h\n" +
+	"\x12MeasurePartialPlan\x12\x1b\n" +
+	"\tshard_num\x18\x01 \x01(\rR\bshardNum\x12\x16\n" +
+	"\x06shards\x18\x02 \x03(\rR\x06shards\x12\x1d\n" +
+	"\n" +
+	"all_shards\x18\x03 \x01(\bR\tallShards\"\x87\x01\n" +
+	"\x0fMeasurePartials\x12;\n" +
+	"\x06groups\x18\x01 \x03(\v2#.banyandb.cluster.v1.MeasurePartialR\x06groups\x12\x1f\n" +
+	"\vshards_held\x18\x02 \x03(\rR\n" +
+	"shardsHeld\x12\x16\n" +
+	"\x06points\x18\x03 \x01(\x04R\x06points\"\x90\x02\n" +
+	"\x0eMeasurePartial\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x124\n" +
+	"\x05first\x18\x02 \x01(\v2\x1e.banyandb.measure.v1.DataPointR\x05first\x12\x14\n" +
+	"\x05count\x18\x03 \x01(\x04R\x05count\x12\x17\n" +
+	"\aint_sum\x18\x04 \x01(\x03R\x06intSum\x12\x1b\n" +
+	"\tfloat_sum\x18\x05 \x01(\x01R\bfloatSum\x12\x17\n" +
+	"\aint_min\x18\x06 \x01(\x03R\x06intMin\x12\x17\n" +
+	"\aint_max\x18\a \x01(\x03R\x06intMax\x12\x1b\n" +
+	"\tfloat_min\x18\b \x01(\x01R\bfloatMin\x12\x1b\n" +
+	"\tfloat_max\x18\t \x01(\x01R\bfloatMax\"\x9f\x02\n" +
 	"\rPropertyWrite\x12\x19\n" +
 	"\bshard_id\x18\x01 \x01(\rR\ashardId\x12\x1d\n" +
 	"\n" +
@@ -842,7 +1122,7 @@ func file_banyandb_cluster_v1_data_proto_rawDescGZIP() []byte {
 	return file_banyandb_cluster_v1_data_proto_rawDescData
 }
 
-var file_banyandb_cluster_v1_data_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_banyandb_cluster_v1_data_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_banyandb_cluster_v1_data_proto_goTypes = []any{
 	(*StreamWrite)(nil),            // 0: banyandb.cluster.v1.StreamWrite
 	(*MeasureWrite)(nil),           // 1: banyandb.cluster.v1.MeasureWrite
@@ -850,44 +1130,51 @@ var file_banyandb_cluster_v1_data_proto_goTypes = []any{
 	(*StreamQuery)(nil),            // 3: banyandb.cluster.v1.StreamQuery
 	(*StreamQueryResult)(nil),      // 4: banyandb.cluster.v1.StreamQueryResult
 	(*MeasureQuery)(nil),           // 5: banyandb.cluster.v1.MeasureQuery
-	(*PropertyWrite)(nil),          // 6: banyandb.cluster.v1.PropertyWrite
-	(*StoredProperty)(nil),         // 7: banyandb.cluster.v1.StoredProperty
-	(*PropertyQuery)(nil),          // 8: banyandb.cluster.v1.PropertyQuery
-	(*PropertyQueryResult)(nil),    // 9: banyandb.cluster.v1.PropertyQueryResult
-	(*v1.ElementValue)(nil),        // 10: banyandb.stream.v1.ElementValue
-	(*v11.DataPointValue)(nil),     // 11: banyandb.measure.v1.DataPointValue
-	(*v1.QueryRequest)(nil),        // 12: banyandb.stream.v1.QueryRequest
-	(*v12.Stream)(nil),             // 13: banyandb.database.v1.Stream
-	(*v1.Element)(nil),             // 14: banyandb.stream.v1.Element
-	(*v13.TagValue)(nil),           // 15: banyandb.model.v1.TagValue
-	(*v11.QueryRequest)(nil),       // 16: banyandb.measure.v1.QueryRequest
-	(*v12.Measure)(nil),            // 17: banyandb.database.v1.Measure
-	(*v14.Property)(nil),           // 18: banyandb.property.v1.Property
-	(v14.ApplyRequest_Strategy)(0), // 19: banyandb.property.v1.ApplyRequest.Strategy
-	(*v14.QueryRequest)(nil),       // 20: banyandb.property.v1.QueryRequest
-	(*v12.Property)(nil),           // 21: banyandb.database.v1.Property
+	(*MeasurePartialPlan)(nil),     // 6: banyandb.cluster.v1.MeasurePartialPlan
+	(*MeasurePartials)(nil),        // 7: banyandb.cluster.v1.MeasurePartials
+	(*MeasurePartial)(nil),         // 8: banyandb.cluster.v1.MeasurePartial
+	(*PropertyWrite)(nil),          // 9: banyandb.cluster.v1.PropertyWrite
+	(*StoredProperty)(nil),         // 10: banyandb.cluster.v1.StoredProperty
+	(*PropertyQuery)(nil),          // 11: banyandb.cluster.v1.PropertyQuery
+	(*PropertyQueryResult)(nil),    // 12: banyandb.cluster.v1.PropertyQueryResult
+	(*v1.ElementValue)(nil),        // 13: banyandb.stream.v1.ElementValue
+	(*v11.DataPointValue)(nil),     // 14: banyandb.measure.v1.DataPointValue
+	(*v1.QueryRequest)(nil),        // 15: banyandb.stream.v1.QueryRequest
+	(*v12.Stream)(nil),             // 16: banyandb.database.v1.Stream
+	(*v1.Element)(nil),             // 17: banyandb.stream.v1.Element
+	(*v13.TagValue)(nil),           // 18: banyandb.model.v1.TagValue
+	(*v11.QueryRequest)(nil),       // 19: banyandb.measure.v1.QueryRequest
+	(*v12.Measure)(nil),            // 20: banyandb.database.v1.Measure
+	(*v11.DataPoint)(nil),          // 21: banyandb.measure.v1.DataPoint
+	(*v14.Property)(nil),           // 22: banyandb.property.v1.Property
+	(v14.ApplyRequest_Strategy)(0), // 23: banyandb.property.v1.ApplyRequest.Strategy
+	(*v14.QueryRequest)(nil),       // 24: banyandb.property.v1.QueryRequest
+	(*v12.Property)(nil),           // 25: banyandb.database.v1.Property
 }
 var file_banyandb_cluster_v1_data_proto_depIdxs = []int32{
-	10, // 0: banyandb.cluster.v1.StreamWrite.element:type_name -> banyandb.stream.v1.ElementValue
-	11, // 1: banyandb.cluster.v1.MeasureWrite.data_point:type_name -> banyandb.measure.v1.DataPointValue
-	12, // 2: banyandb.cluster.v1.StreamQuery.request:type_name -> banyandb.stream.v1.QueryRequest
-	13, // 3: banyandb.cluster.v1.StreamQuery.schema:type_name -> banyandb.database.v1.Stream
-	14, // 4: banyandb.cluster.v1.StreamQueryResult.elements:type_name -> banyandb.stream.v1.Element
-	15, // 5: banyandb.cluster.v1.StreamQueryResult.order_keys:type_name -> banyandb.model.v1.TagValue
-	16, // 6: banyandb.cluster.v1.MeasureQuery.request:type_name -> banyandb.measure.v1.QueryRequest
-	17, // 7: banyandb.cluster.v1.MeasureQuery.schema:type_name -> banyandb.database.v1.Measure
-	18, // 8: banyandb.cluster.v1.PropertyWrite.property:type_name -> banyandb.property.v1.Property
-	19, // 9: banyandb.cluster.v1.PropertyWrite.strategy:type_name -> banyandb.property.v1.ApplyRequest.Strategy
-	7,  // 10: banyandb.cluster.v1.PropertyWrite.base:type_name -> banyandb.cluster.v1.StoredProperty
-	18, // 11: banyandb.cluster.v1.StoredProperty.property:type_name -> banyandb.property.v1.Property
-	20, // 12: banyandb.cluster.v1.PropertyQuery.request:type_name -> banyandb.property.v1.QueryRequest
-	21, // 13: banyandb.cluster.v1.PropertyQuery.schemas:type_name -> banyandb.database.v1.Property
-	7,  // 14: banyandb.cluster.v1.PropertyQueryResult.properties:type_name -> banyandb.cluster.v1.StoredProperty
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	13, // 0: banyandb.cluster.v1.StreamWrite.element:type_name -> banyandb.stream.v1.ElementValue
+	14, // 1: banyandb.cluster.v1.MeasureWrite.data_point:type_name -> banyandb.measure.v1.DataPointValue
+	15, // 2: banyandb.cluster.v1.StreamQuery.request:type_name -> banyandb.stream.v1.QueryRequest
+	16, // 3: banyandb.cluster.v1.StreamQuery.schema:type_name -> banyandb.database.v1.Stream
+	17, // 4: banyandb.cluster.v1.StreamQueryResult.elements:type_name -> banyandb.stream.v1.Element
+	18, // 5: banyandb.cluster.v1.StreamQueryResult.order_keys:type_name -> banyandb.model.v1.TagValue
+	19, // 6: banyandb.cluster.v1.MeasureQuery.request:type_name -> banyandb.measure.v1.QueryRequest
+	20, // 7: banyandb.cluster.v1.MeasureQuery.schema:type_name -> banyandb.database.v1.Measure
+	6,  // 8: banyandb.cluster.v1.MeasureQuery.partial:type_name -> banyandb.cluster.v1.MeasurePartialPlan
+	8,  // 9: banyandb.cluster.v1.MeasurePartials.groups:type_name -> banyandb.cluster.v1.MeasurePartial
+	21, // 10: banyandb.cluster.v1.MeasurePartial.first:type_name -> banyandb.measure.v1.DataPoint
+	22, // 11: banyandb.cluster.v1.PropertyWrite.property:type_name -> banyandb.property.v1.Property
+	23, // 12: banyandb.cluster.v1.PropertyWrite.strategy:type_name -> banyandb.property.v1.ApplyRequest.Strategy
+	10, // 13: banyandb.cluster.v1.PropertyWrite.base:type_name -> banyandb.cluster.v1.StoredProperty
+	22, // 14: banyandb.cluster.v1.StoredProperty.property:type_name -> banyandb.property.v1.Property
+	24, // 15: banyandb.cluster.v1.PropertyQuery.request:type_name -> banyandb.property.v1.QueryRequest
+	25, // 16: banyandb.cluster.v1.PropertyQuery.schemas:type_name -> banyandb.database.v1.Property
+	10, // 17: banyandb.cluster.v1.PropertyQueryResult.properties:type_name -> banyandb.cluster.v1.StoredProperty
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_banyandb_cluster_v1_data_proto_init() }
@@ -901,7 +1188,7 @@ func file_banyandb_cluster_v1_data_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_banyandb_cluster_v1_data_proto_rawDesc), len(file_banyandb_cluster_v1_data_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
