@@ -27,10 +27,19 @@ func (e *termEval) sortedCovered(tag string) bool {
 	return true
 }
 
-// sortedEntry is one record of a sorted tag: its value (nil for a null).
+// sortedEntry is one record of a sorted tag and its value.
 type sortedEntry struct {
-	ref tsdb.Ref
-	key *modelv1.TagValue
+	ref   tsdb.Ref
+	value int64
+	null  bool
+}
+
+// key is the entry's order key as a record's would be read.
+func (e *sortedEntry) key() *modelv1.TagValue {
+	if e.null {
+		return nil
+	}
+	return &modelv1.TagValue{Value: &modelv1.TagValue_Int{Int: &modelv1.Int{Value: e.value}}}
 }
 
 // ints calls fn with the records whose value of tag is in [lo, hi], in
@@ -94,21 +103,21 @@ func (e *termEval) orderedEntries(tag string, desc bool, terms *termQuery) ([]so
 		}
 	}
 	var out []sortedEntry
-	keep := func(r tsdb.Ref, key *modelv1.TagValue) {
+	keep := func(r tsdb.Ref, value int64, null bool) {
 		if only != nil {
 			if _, in := only[r]; !in {
 				return
 			}
 		}
-		out = append(out, sortedEntry{ref: r, key: key})
+		out = append(out, sortedEntry{ref: r, value: value, null: null})
 	}
 	err = e.db.SortedRefs(e.ctx, e.seg, e.name, tagindex.SortSeries(nil, tag, tagindex.SortNulls), math.MinInt64, math.MaxInt64, e.begin, e.end,
-		func(_ int64, r tsdb.Ref) error { keep(r, nil); return nil })
+		func(_ int64, r tsdb.Ref) error { keep(r, 0, true); return nil })
 	if err != nil {
 		return nil, false, err
 	}
 	err = e.ints(tag, math.MinInt64, math.MaxInt64, func(v int64, r tsdb.Ref) error {
-		keep(r, &modelv1.TagValue{Value: &modelv1.TagValue_Int{Int: &modelv1.Int{Value: v}}})
+		keep(r, v, false)
 		return nil
 	})
 	if err != nil {
@@ -153,7 +162,7 @@ func (s *Store) readOrdered(ctx context.Context, db *tsdb.DB, seg tsdb.Segment, 
 	chunk := make([]tsdb.Ref, 0, lookupChunk)
 	for i := 0; i < len(entries); {
 		next := &entries[i]
-		probe := hit{ts: next.ref.Timestamp, group: group, hash: next.ref.SeriesHash, eid: []byte(next.ref.ElementID), key: next.key}
+		probe := hit{ts: next.ref.Timestamp, group: group, hash: next.ref.SeriesHash, eid: []byte(next.ref.ElementID), key: next.key()}
 		if !top.wants(&probe) {
 			break // every later record comes after it
 		}
