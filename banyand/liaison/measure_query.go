@@ -67,7 +67,7 @@ func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest)
 	}
 	tr := newQueryTrace(req.GetTrace(), "measure query %v/%s", req.GetGroups(), req.GetName())
 	span := tr.start("ask the data nodes of every group")
-	points, err := s.gather(ctx, snap, nodeReq, orderTags, shape != nil)
+	points, err := s.gather(ctx, snap, nodeReq, orderTags, shape != nil, span)
 	if err != nil {
 		return nil, err
 	}
@@ -94,9 +94,9 @@ func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest)
 // by the order tag of each group (orderTags) first. whole says the caller
 // needs every point of the range (group by, aggregation, top N): a node
 // answering the most a query may ask fails the query rather than leave
-// points out.
+// points out. Under span (trace = true) each node's answer is traced.
 func (s *MeasureService) gather(ctx context.Context, snap *schemaSnapshot, req *measurev1.QueryRequest,
-	orderTags map[string][2]string, whole bool,
+	orderTags map[string][2]string, whole bool, span *commonv1.Span,
 ) ([]*measurev1.DataPoint, error) {
 	type seriesTime struct {
 		group string
@@ -115,7 +115,7 @@ func (s *MeasureService) gather(ctx context.Context, snap *schemaSnapshot, req *
 			return nil, err
 		}
 		replies, err := ask[measurev1.QueryResponse](ctx, s.query, queue.TopicMeasureQuery, g,
-			&clusterv1.MeasureQuery{Request: one, Schema: l.schema, OrderTag: orderTags[g][1]})
+			&clusterv1.MeasureQuery{Request: one, Schema: l.schema, OrderTag: orderTags[g][1]}, span)
 		if err != nil {
 			return nil, err
 		}

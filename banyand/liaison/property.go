@@ -279,7 +279,7 @@ func (s *PropertyService) collect(ctx context.Context, group string, req *proper
 	one.Groups = []string{group}
 	one.TagProjection = nil // the liaison projects once it has ordered
 	replies, err := ask[clusterv1.PropertyQueryResult](ctx, s.query, queue.TopicPropertyQuery, group,
-		&clusterv1.PropertyQuery{Request: one, Schemas: schemas})
+		&clusterv1.PropertyQuery{Request: one, Schemas: schemas}, nil)
 	if err != nil {
 		return nil, err
 	}

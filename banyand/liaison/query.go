@@ -73,7 +73,7 @@ func queryTime(ts *timestamppb.Timestamp) bool {
 // scatter sends payload to every node holding group and returns their
 // replies. A node that cannot answer fails the query: a partial answer
 // would silently hide acknowledged writes.
-func (q *querier) scatter(ctx context.Context, topic queue.Topic, group string, payload []byte) ([][]byte, error) {
+func (q *querier) scatter(ctx context.Context, topic queue.Topic, group string, payload []byte) ([]queue.Reply, error) {
 	// Checked before asking (fail fast on a node known to be away) and
 	// again against the nodes that answered: the node table the broadcast
 	// read may be newer than the one checked, without a holder in it.
@@ -85,7 +85,6 @@ func (q *querier) scatter(ctx context.Context, topic queue.Topic, group string, 
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "query group %q: %v", group, err)
 	}
-	out := make([][]byte, 0, len(replies))
 	for _, r := range replies {
 		if r.Err != nil {
 			code := codes.Unavailable
@@ -97,7 +96,6 @@ func (q *querier) scatter(ctx context.Context, topic queue.Topic, group string, 
 			}
 			return nil, status.Errorf(code, "query group %q on node %s: %v", group, r.Node, r.Err)
 		}
-		out = append(out, r.Payload)
 	}
 	answered := make(map[string]bool, len(replies))
 	for _, r := range replies {
@@ -106,19 +104,22 @@ func (q *querier) scatter(ctx context.Context, topic queue.Topic, group string, 
 	if err := q.checkHolders(group, answered, &partial); err != nil {
 		return nil, err
 	}
-	return out, nil
+	return replies, nil
 }
 
 // ask encodes query, scatters it to the nodes holding group (scatter) and
-// decodes each node's answer as an R.
+// decodes each node's answer as an R. Under a span (a query asked with
+// trace = true) each node that answered gets a span of its own there,
+// holding the stages the node traced.
 func ask[R any, PR interface {
 	*R
 	proto.Message
-}](ctx context.Context, q *querier, topic queue.Topic, group string, query proto.Message) ([]*R, error) {
+}](ctx context.Context, q *querier, topic queue.Topic, group string, query proto.Message, under *commonv1.Span) ([]*R, error) {
 	payload, err := proto.Marshal(query)
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "encode query: %v", err)
 	}
+	start := time.Now()
 	replies, err := q.scatter(ctx, topic, group, payload)
 	if err != nil {
 		return nil, err
@@ -126,8 +127,15 @@ func ask[R any, PR interface {
 	out := make([]*R, len(replies))
 	for i, r := range replies {
 		out[i] = new(R)
-		if err := proto.Unmarshal(r, PR(out[i])); err != nil {
+		if err := proto.Unmarshal(r.Payload, PR(out[i])); err != nil {
 			return nil, status.Errorf(codes.Internal, "decode a data node's answer: %v", err)
+		}
+		if under != nil {
+			var stages *commonv1.Trace
+			if t, ok := any(PR(out[i])).(interface{ GetTrace() *commonv1.Trace }); ok {
+				stages = t.GetTrace()
+			}
+			attachNode(under, group, r.Node, start, stages)
 		}
 	}
 	return out, nil
@@ -218,7 +226,7 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 			sq.OrderTag = tag
 		}
 		span := tr.start("group %s: ask the data nodes", g)
-		replies, err := ask[clusterv1.StreamQueryResult](ctx, s.query, queue.TopicStreamQuery, g, sq)
+		replies, err := ask[clusterv1.StreamQueryResult](ctx, s.query, queue.TopicStreamQuery, g, sq, span)
 		if err != nil {
 			return nil, err
 		}

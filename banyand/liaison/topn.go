@@ -67,7 +67,7 @@ func (s *MeasureService) TopN(ctx context.Context, req *measurev1.TopNRequest) (
 		if sort = req.GetFieldValueSort(); sort == modelv1.Sort_SORT_UNSPECIFIED {
 			sort = agg.GetFieldValueSort()
 		}
-		points, err := s.gather(ctx, snap, q, nil, true)
+		points, err := s.gather(ctx, snap, q, nil, true, nil)
 		if err != nil {
 			return nil, err
 		}

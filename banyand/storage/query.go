@@ -51,6 +51,7 @@ type plan struct {
 	// orderKey, when set, orders by a tag's value (see orderedBy) instead
 	// of by time: it reads the value from a payload.
 	orderKey func(payload []byte) (*modelv1.TagValue, error)
+	stats    scanStats // what run did, for the execution trace
 }
 
 // common validates the parts of stream and measure queries that are alike.
@@ -219,9 +220,11 @@ func (s *Store) run(ctx context.Context, p *plan) ([]*hit, error) {
 					break
 				}
 			}
+			p.stats.segments++
 			probe := hit{group: group}
 			err := db.ScanSegment(ctx, seg, tsdb.Scan{Name: p.name, Begin: p.begin, End: p.end, SeriesKey: p.series},
 				func(it *tsdb.Item) error {
+					p.stats.scanned++
 					probe.ts, probe.hash, probe.eid = it.Timestamp, it.SeriesHash, it.ElementID
 					if p.orderKey != nil {
 						key, err := p.orderKey(it.Payload)
@@ -239,6 +242,7 @@ func (s *Store) run(ctx context.Context, p *plan) ([]*hit, error) {
 							return err
 						}
 					}
+					p.stats.matched++
 					h := &hit{
 						ts: it.Timestamp, group: group, hash: it.SeriesHash,
 						eid: bytes.Clone(it.ElementID), version: it.Version, payload: bytes.Clone(it.Payload), key: probe.key,

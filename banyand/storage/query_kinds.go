@@ -53,6 +53,7 @@ func (s *Store) doQueryStream(ctx context.Context, q *clusterv1.StreamQuery, for
 	if req == nil || def == nil {
 		return nil, fmt.Errorf("%w: stream query needs a request and a schema", errInvalidQuery)
 	}
+	start := time.Now()
 	p := &plan{kind: tsdb.KindStream}
 	if err := p.common(req.GetGroups(), req.GetName(), req.GetTimeRange(), req.GetOrderBy(),
 		req.GetOffset(), req.GetLimit(), schema.DefaultStreamLimit); err != nil {
@@ -98,6 +99,7 @@ func (s *Store) doQueryStream(ctx context.Context, q *clusterv1.StreamQuery, for
 			res.OrderKeys = append(res.OrderKeys, orNull(h.key))
 		}
 	}
+	res.Trace = stageTrace(req.GetTrace(), "data node: scan stream", start, p.stats, len(res.Elements))
 	return res, nil
 }
 
@@ -128,6 +130,7 @@ func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, f
 	case req.GetTop() != nil:
 		return nil, fmt.Errorf("%w: measure top-N", ErrUnimplemented)
 	}
+	start := time.Now()
 	p := &plan{kind: tsdb.KindMeasure}
 	if err := p.common(req.GetGroups(), req.GetName(), req.GetTimeRange(), req.GetOrderBy(),
 		req.GetOffset(), req.GetLimit(), schema.DefaultMeasureLimit); err != nil {
@@ -189,6 +192,7 @@ func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, f
 		}
 		resp.DataPoints = append(resp.DataPoints, out)
 	}
+	resp.Trace = stageTrace(req.GetTrace(), "data node: scan measure", start, p.stats, len(resp.DataPoints))
 	return resp, nil
 }
 

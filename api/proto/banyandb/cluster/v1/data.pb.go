@@ -10,10 +10,11 @@
 package v1
 
 import (
+	v14 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	v12 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	v11 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	v13 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
-	v14 "github.com/banyand-io/banyand/api/proto/banyandb/property/v1"
+	v15 "github.com/banyand-io/banyand/api/proto/banyandb/property/v1"
 	v1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -367,7 +368,11 @@ type StreamQueryResult struct {
 	Versions   []int64                `protobuf:"varint,3,rep,packed,name=versions,proto3" json:"versions,omitempty"`
 	// order_keys holds each element's order_tag value when the query set
 	// one, so that the liaison merges the nodes' answers in that order.
-	OrderKeys     []*v13.TagValue `protobuf:"bytes,4,rep,name=order_keys,json=orderKeys,proto3" json:"order_keys,omitempty"`
+	OrderKeys []*v13.TagValue `protobuf:"bytes,4,rep,name=order_keys,json=orderKeys,proto3" json:"order_keys,omitempty"`
+	// trace holds the node's own stages (its scan: segments read, records
+	// scanned and matched, results sent) when the request asked trace =
+	// true; the liaison attaches it under its span for this node.
+	Trace         *v14.Trace `protobuf:"bytes,30,opt,name=trace,proto3" json:"trace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -430,8 +435,16 @@ func (x *StreamQueryResult) GetOrderKeys() []*v13.TagValue {
 	return nil
 }
 
+func (x *StreamQueryResult) GetTrace() *v14.Trace {
+	if x != nil {
+		return x.Trace
+	}
+	return nil
+}
+
 // MeasureQuery is StreamQuery for measures, topic "measure-query"; the reply
-// is a banyandb.measure.v1.QueryResponse.
+// is a banyandb.measure.v1.QueryResponse (its trace holds the node's stages,
+// as StreamQueryResult.trace).
 type MeasureQuery struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Request *v11.QueryRequest      `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
@@ -504,8 +517,8 @@ type PropertyWrite struct {
 	state     protoimpl.MessageState    `protogen:"open.v1"`
 	ShardId   uint32                    `protobuf:"varint,1,opt,name=shard_id,json=shardId,proto3" json:"shard_id,omitempty"`
 	SeriesKey []byte                    `protobuf:"bytes,2,opt,name=series_key,json=seriesKey,proto3" json:"series_key,omitempty"`
-	Property  *v14.Property             `protobuf:"bytes,3,opt,name=property,proto3" json:"property,omitempty"`
-	Strategy  v14.ApplyRequest_Strategy `protobuf:"varint,4,opt,name=strategy,proto3,enum=banyandb.property.v1.ApplyRequest_Strategy" json:"strategy,omitempty"`
+	Property  *v15.Property             `protobuf:"bytes,3,opt,name=property,proto3" json:"property,omitempty"`
+	Strategy  v15.ApplyRequest_Strategy `protobuf:"varint,4,opt,name=strategy,proto3,enum=banyandb.property.v1.ApplyRequest_Strategy" json:"strategy,omitempty"`
 	Delete    bool                      `protobuf:"varint,5,opt,name=delete,proto3" json:"delete,omitempty"`
 	// base is the record the liaison read before it stamped the revision
 	// (unset: none): a node that lacks it (a copy re-placed on a node that
@@ -560,18 +573,18 @@ func (x *PropertyWrite) GetSeriesKey() []byte {
 	return nil
 }
 
-func (x *PropertyWrite) GetProperty() *v14.Property {
+func (x *PropertyWrite) GetProperty() *v15.Property {
 	if x != nil {
 		return x.Property
 	}
 	return nil
 }
 
-func (x *PropertyWrite) GetStrategy() v14.ApplyRequest_Strategy {
+func (x *PropertyWrite) GetStrategy() v15.ApplyRequest_Strategy {
 	if x != nil {
 		return x.Strategy
 	}
-	return v14.ApplyRequest_Strategy(0)
+	return v15.ApplyRequest_Strategy(0)
 }
 
 func (x *PropertyWrite) GetDelete() bool {
@@ -592,7 +605,7 @@ func (x *PropertyWrite) GetBase() *StoredProperty {
 // revision, or the tombstone that deleted it.
 type StoredProperty struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Property      *v14.Property          `protobuf:"bytes,1,opt,name=property,proto3" json:"property,omitempty"`
+	Property      *v15.Property          `protobuf:"bytes,1,opt,name=property,proto3" json:"property,omitempty"`
 	Deleted       bool                   `protobuf:"varint,2,opt,name=deleted,proto3" json:"deleted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -628,7 +641,7 @@ func (*StoredProperty) Descriptor() ([]byte, []int) {
 	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{7}
 }
 
-func (x *StoredProperty) GetProperty() *v14.Property {
+func (x *StoredProperty) GetProperty() *v15.Property {
 	if x != nil {
 		return x.Property
 	}
@@ -647,7 +660,7 @@ func (x *StoredProperty) GetDeleted() bool {
 // reads (one when it names one).
 type PropertyQuery struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Request       *v14.QueryRequest      `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
+	Request       *v15.QueryRequest      `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
 	Schemas       []*v12.Property        `protobuf:"bytes,2,rep,name=schemas,proto3" json:"schemas,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -683,7 +696,7 @@ func (*PropertyQuery) Descriptor() ([]byte, []int) {
 	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{8}
 }
 
-func (x *PropertyQuery) GetRequest() *v14.QueryRequest {
+func (x *PropertyQuery) GetRequest() *v15.QueryRequest {
 	if x != nil {
 		return x.Request
 	}
@@ -748,7 +761,7 @@ var File_banyandb_cluster_v1_data_proto protoreflect.FileDescriptor
 
 const file_banyandb_cluster_v1_data_proto_rawDesc = "" +
 	"\n" +
-	"\x1ebanyandb/cluster/v1/data.proto\x12\x13banyandb.cluster.v1\x1a!banyandb/database/v1/schema.proto\x1a\x1fbanyandb/measure/v1/query.proto\x1a\x1fbanyandb/measure/v1/write.proto\x1a\x1ebanyandb/model/v1/common.proto\x1a#banyandb/property/v1/property.proto\x1a\x1ebanyandb/property/v1/rpc.proto\x1a\x1ebanyandb/stream/v1/query.proto\x1a\x1ebanyandb/stream/v1/write.proto\"\xf7\x01\n" +
+	"\x1ebanyandb/cluster/v1/data.proto\x12\x13banyandb.cluster.v1\x1a\x1ebanyandb/common/v1/trace.proto\x1a!banyandb/database/v1/schema.proto\x1a\x1fbanyandb/measure/v1/query.proto\x1a\x1fbanyandb/measure/v1/write.proto\x1a\x1ebanyandb/model/v1/common.proto\x1a#banyandb/property/v1/property.proto\x1a\x1ebanyandb/property/v1/rpc.proto\x1a\x1ebanyandb/stream/v1/query.proto\x1a\x1ebanyandb/stream/v1/write.proto\"\xf7\x01\n" +
 	"\vStreamWrite\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x19\n" +
@@ -775,14 +788,15 @@ const file_banyandb_cluster_v1_data_proto_rawDesc = "" +
 	"\vStreamQuery\x12:\n" +
 	"\arequest\x18\x01 \x01(\v2 .banyandb.stream.v1.QueryRequestR\arequest\x124\n" +
 	"\x06schema\x18\x02 \x01(\v2\x1c.banyandb.database.v1.StreamR\x06schema\x12\x1b\n" +
-	"\torder_tag\x18\x03 \x01(\tR\borderTag\"\xc5\x01\n" +
+	"\torder_tag\x18\x03 \x01(\tR\borderTag\"\xf6\x01\n" +
 	"\x11StreamQueryResult\x127\n" +
 	"\belements\x18\x01 \x03(\v2\x1b.banyandb.stream.v1.ElementR\belements\x12\x1f\n" +
 	"\vseries_keys\x18\x02 \x03(\fR\n" +
 	"seriesKeys\x12\x1a\n" +
 	"\bversions\x18\x03 \x03(\x03R\bversions\x12:\n" +
 	"\n" +
-	"order_keys\x18\x04 \x03(\v2\x1b.banyandb.model.v1.TagValueR\torderKeys\"\x9f\x01\n" +
+	"order_keys\x18\x04 \x03(\v2\x1b.banyandb.model.v1.TagValueR\torderKeys\x12/\n" +
+	"\x05trace\x18\x1e \x01(\v2\x19.banyandb.common.v1.TraceR\x05trace\"\x9f\x01\n" +
 	"\fMeasureQuery\x12;\n" +
 	"\arequest\x18\x01 \x01(\v2!.banyandb.measure.v1.QueryRequestR\arequest\x125\n" +
 	"\x06schema\x18\x02 \x01(\v2\x1d.banyandb.database.v1.MeasureR\x06schema\x12\x1b\n" +
@@ -836,12 +850,13 @@ var file_banyandb_cluster_v1_data_proto_goTypes = []any{
 	(*v12.Stream)(nil),             // 13: banyandb.database.v1.Stream
 	(*v1.Element)(nil),             // 14: banyandb.stream.v1.Element
 	(*v13.TagValue)(nil),           // 15: banyandb.model.v1.TagValue
-	(*v11.QueryRequest)(nil),       // 16: banyandb.measure.v1.QueryRequest
-	(*v12.Measure)(nil),            // 17: banyandb.database.v1.Measure
-	(*v14.Property)(nil),           // 18: banyandb.property.v1.Property
-	(v14.ApplyRequest_Strategy)(0), // 19: banyandb.property.v1.ApplyRequest.Strategy
-	(*v14.QueryRequest)(nil),       // 20: banyandb.property.v1.QueryRequest
-	(*v12.Property)(nil),           // 21: banyandb.database.v1.Property
+	(*v14.Trace)(nil),              // 16: banyandb.common.v1.Trace
+	(*v11.QueryRequest)(nil),       // 17: banyandb.measure.v1.QueryRequest
+	(*v12.Measure)(nil),            // 18: banyandb.database.v1.Measure
+	(*v15.Property)(nil),           // 19: banyandb.property.v1.Property
+	(v15.ApplyRequest_Strategy)(0), // 20: banyandb.property.v1.ApplyRequest.Strategy
+	(*v15.QueryRequest)(nil),       // 21: banyandb.property.v1.QueryRequest
+	(*v12.Property)(nil),           // 22: banyandb.database.v1.Property
 }
 var file_banyandb_cluster_v1_data_proto_depIdxs = []int32{
 	10, // 0: banyandb.cluster.v1.StreamWrite.element:type_name -> banyandb.stream.v1.ElementValue
@@ -850,20 +865,21 @@ var file_banyandb_cluster_v1_data_proto_depIdxs = []int32{
 	13, // 3: banyandb.cluster.v1.StreamQuery.schema:type_name -> banyandb.database.v1.Stream
 	14, // 4: banyandb.cluster.v1.StreamQueryResult.elements:type_name -> banyandb.stream.v1.Element
 	15, // 5: banyandb.cluster.v1.StreamQueryResult.order_keys:type_name -> banyandb.model.v1.TagValue
-	16, // 6: banyandb.cluster.v1.MeasureQuery.request:type_name -> banyandb.measure.v1.QueryRequest
-	17, // 7: banyandb.cluster.v1.MeasureQuery.schema:type_name -> banyandb.database.v1.Measure
-	18, // 8: banyandb.cluster.v1.PropertyWrite.property:type_name -> banyandb.property.v1.Property
-	19, // 9: banyandb.cluster.v1.PropertyWrite.strategy:type_name -> banyandb.property.v1.ApplyRequest.Strategy
-	7,  // 10: banyandb.cluster.v1.PropertyWrite.base:type_name -> banyandb.cluster.v1.StoredProperty
-	18, // 11: banyandb.cluster.v1.StoredProperty.property:type_name -> banyandb.property.v1.Property
-	20, // 12: banyandb.cluster.v1.PropertyQuery.request:type_name -> banyandb.property.v1.QueryRequest
-	21, // 13: banyandb.cluster.v1.PropertyQuery.schemas:type_name -> banyandb.database.v1.Property
-	7,  // 14: banyandb.cluster.v1.PropertyQueryResult.properties:type_name -> banyandb.cluster.v1.StoredProperty
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	16, // 6: banyandb.cluster.v1.StreamQueryResult.trace:type_name -> banyandb.common.v1.Trace
+	17, // 7: banyandb.cluster.v1.MeasureQuery.request:type_name -> banyandb.measure.v1.QueryRequest
+	18, // 8: banyandb.cluster.v1.MeasureQuery.schema:type_name -> banyandb.database.v1.Measure
+	19, // 9: banyandb.cluster.v1.PropertyWrite.property:type_name -> banyandb.property.v1.Property
+	20, // 10: banyandb.cluster.v1.PropertyWrite.strategy:type_name -> banyandb.property.v1.ApplyRequest.Strategy
+	7,  // 11: banyandb.cluster.v1.PropertyWrite.base:type_name -> banyandb.cluster.v1.StoredProperty
+	19, // 12: banyandb.cluster.v1.StoredProperty.property:type_name -> banyandb.property.v1.Property
+	21, // 13: banyandb.cluster.v1.PropertyQuery.request:type_name -> banyandb.property.v1.QueryRequest
+	22, // 14: banyandb.cluster.v1.PropertyQuery.schemas:type_name -> banyandb.database.v1.Property
+	7,  // 15: banyandb.cluster.v1.PropertyQueryResult.properties:type_name -> banyandb.cluster.v1.StoredProperty
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_banyandb_cluster_v1_data_proto_init() }
