@@ -155,11 +155,7 @@ func (s *Store) traceSpans(ctx context.Context, db *tsdb.DB, groups []string, na
 						TraceId: id, SpanId: string(it.ElementID), Timestamp: it.Timestamp, Version: it.Version, Span: sv.GetSpan(),
 					}
 					for _, r := range proj {
-						v := lookup(fams, r)
-						if v == nil {
-							v = nullTag()
-						}
-						span.Tags = append(span.Tags, &modelv1.Tag{Key: r.name, Value: v})
+						span.Tags = append(span.Tags, &modelv1.Tag{Key: r.name, Value: answered(lookup(fams, r))})
 					}
 					res.Spans = append(res.Spans, span)
 					return nil
