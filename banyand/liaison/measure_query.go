@@ -28,17 +28,19 @@ func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest)
 	var shape *shaping
 	nodeReq := req
 	if needsShaping(req) {
-		defs := make([]*databasev1.Measure, 0, len(req.GetGroups()))
-		for _, g := range req.GetGroups() {
-			if l := snap.measures[nameKey{Group: g, Name: req.GetName()}]; l != nil {
-				defs = append(defs, l.schema)
-			}
-		}
 		var err error
-		if shape, err = newShaping(req, defs); err != nil {
+		if shape, err = newShaping(req, snap.measureDefs(req.GetGroups(), req.GetName())); err != nil {
 			return nil, err
 		}
 		nodeReq = shape.nodeRequest(req)
+	}
+	// An index-mode measure answers the newest row of each series in the
+	// range: the data nodes send every row, the liaison keeps the newest
+	// (gather) and pages.
+	indexMode := slices.ContainsFunc(snap.measureDefs(req.GetGroups(), req.GetName()), (*databasev1.Measure).GetIndexMode)
+	if indexMode && shape == nil {
+		nodeReq = proto.CloneOf(req)
+		nodeReq.Offset, nodeReq.Limit = 0, schema.MaxQueryWindow
 	}
 	// Ordered by an index rule: each group's rule tag, projected too so
 	// that the answers merge by it (cut again from the answer below).
@@ -67,7 +69,7 @@ func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest)
 	}
 	tr := newQueryTrace(req.GetTrace(), "measure query %v/%s", req.GetGroups(), req.GetName())
 	span := tr.start("ask the data nodes of every group")
-	points, err := s.gather(ctx, snap, nodeReq, orderTags, shape != nil, span)
+	points, err := s.gather(ctx, snap, nodeReq, orderTags, shape != nil || indexMode, span)
 	if err != nil {
 		return nil, err
 	}
@@ -104,6 +106,12 @@ func (s *MeasureService) gather(ctx context.Context, snap *schemaSnapshot, req *
 		ts    int64
 	}
 	latest := map[seriesTime]*measurev1.DataPoint{}
+	multi := len(req.GetGroups()) > 1
+	if multi {
+		if err := checkMeasureProjected(req, snap.measureDefs(req.GetGroups(), req.GetName())); err != nil {
+			return nil, err
+		}
+	}
 	for _, g := range req.GetGroups() {
 		l := snap.measures[nameKey{Group: g, Name: req.GetName()}]
 		if l == nil {
@@ -111,6 +119,10 @@ func (s *MeasureService) gather(ctx context.Context, snap *schemaSnapshot, req *
 		}
 		one := proto.CloneOf(req)
 		one.Groups = []string{g}
+		var fill func(*measurev1.DataPoint)
+		if multi {
+			fill = fitMeasure(one, l.schema)
+		}
 		if err := s.schema.withAnalyzers(g, req.GetName(), commonv1.Catalog_CATALOG_MEASURE, one.GetCriteria()); err != nil {
 			return nil, err
 		}
@@ -125,10 +137,17 @@ func (s *MeasureService) gather(ctx context.Context, snap *schemaSnapshot, req *
 					"narrow the time range or the criteria", schema.MaxQueryWindow, g)
 			}
 			for _, dp := range resp.GetDataPoints() {
+				if fill != nil {
+					fill(dp)
+				}
 				// A point is identified by its series and time; of two
-				// copies the higher version wins, as in storage.
+				// copies the higher version wins, as in storage. An
+				// index-mode measure keeps one row a series, the newest.
 				k := seriesTime{g, dp.GetSid(), dp.GetTimestamp().AsTime().UnixNano()}
-				if prev, ok := latest[k]; !ok || dp.GetVersion() > prev.GetVersion() {
+				if l.schema.GetIndexMode() {
+					k.ts = 0
+				}
+				if prev, ok := latest[k]; !ok || newerPoint(dp, prev) {
 					latest[k] = dp
 				}
 			}
@@ -141,6 +160,7 @@ func (s *MeasureService) gather(ctx context.Context, snap *schemaSnapshot, req *
 	}
 	all := make([]keyed, 0, len(latest))
 	for k, dp := range latest {
+		k.ts = dp.GetTimestamp().AsTime().UnixNano()
 		kd := keyed{k: k, dp: dp}
 		if ft, ok := orderTags[k.group]; ok {
 			kd.key = pointTag(dp, ft[0], ft[1])
@@ -170,4 +190,26 @@ func (s *MeasureService) gather(ctx context.Context, snap *schemaSnapshot, req *
 		out[i] = k.dp
 	}
 	return out, nil
+}
+
+// measureDefs returns the schemas of measure name in groups, of the
+// groups that have it.
+func (s *schemaSnapshot) measureDefs(groups []string, name string) []*databasev1.Measure {
+	defs := make([]*databasev1.Measure, 0, len(groups))
+	for _, g := range groups {
+		if l := s.measures[nameKey{Group: g, Name: name}]; l != nil {
+			defs = append(defs, l.schema)
+		}
+	}
+	return defs
+}
+
+// newerPoint says whether a point replaces prev, a copy of the same point
+// (or, in an index-mode measure, a row of the same series): the later
+// row, and of one time the higher version.
+func newerPoint(dp, prev *measurev1.DataPoint) bool {
+	if c := dp.GetTimestamp().AsTime().Compare(prev.GetTimestamp().AsTime()); c != 0 {
+		return c > 0
+	}
+	return dp.GetVersion() > prev.GetVersion()
 }
