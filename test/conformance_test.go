@@ -75,6 +75,10 @@ type conformanceCase struct {
 	// CheckIdentity compares each data point's version too and requires
 	// its series id.
 	CheckIdentity bool `json:"checkIdentity"`
+	// NestCriteria nests the request's criteria that many levels deep
+	// (AND of the levels above and the criteria again), for the refusal
+	// of criteria too deep to evaluate.
+	NestCriteria int `json:"nestCriteria"`
 }
 
 func readYAML(t *testing.T, path string, into any) {
@@ -158,12 +162,14 @@ func runCase(t *testing.T, conn *grpc.ClientConn, c conformanceCase) (proto.Mess
 	switch {
 	case c.Measure != nil:
 		req := fromJSON(t, "measure query", c.Measure, &measurev1.QueryRequest{})
+		req.Criteria = nestCriteria(req.GetCriteria(), c.NestCriteria)
 		if req.TimeRange == nil {
 			req.TimeRange = tr
 		}
 		return measurev1.NewMeasureServiceClient(conn).Query(ctxT(t), req)
 	case c.Stream != nil:
 		req := fromJSON(t, "stream query", c.Stream, &streamv1.QueryRequest{})
+		req.Criteria = nestCriteria(req.GetCriteria(), c.NestCriteria)
 		if req.TimeRange == nil {
 			req.TimeRange = tr
 		}
@@ -176,6 +182,7 @@ func runCase(t *testing.T, conn *grpc.ClientConn, c conformanceCase) (proto.Mess
 		return measurev1.NewMeasureServiceClient(conn).TopN(ctxT(t), req)
 	case c.Trace != nil:
 		req := fromJSON(t, "trace query", c.Trace, &tracev1.QueryRequest{})
+		req.Criteria = nestCriteria(req.GetCriteria(), c.NestCriteria)
 		if req.TimeRange == nil {
 			req.TimeRange = tr
 		}
@@ -186,4 +193,17 @@ func runCase(t *testing.T, conn *grpc.ClientConn, c conformanceCase) (proto.Mess
 	}
 	t.Fatal("the case names no request (measure, stream, topN, trace or property)")
 	return nil, status.Error(codes.Internal, "unreachable")
+}
+
+// nestCriteria returns c nested depth levels deep: a chain of ANDs, each
+// of the chain so far and a copy of c (a chain, not a shared subtree,
+// which would be exponentially large when marshalled).
+func nestCriteria(c *modelv1.Criteria, depth int) *modelv1.Criteria {
+	out := c
+	for range depth {
+		out = &modelv1.Criteria{Exp: &modelv1.Criteria_Le{Le: &modelv1.LogicalExpression{
+			Op: modelv1.LogicalExpression_LOGICAL_OP_AND, Left: out, Right: proto.CloneOf(c),
+		}}}
+	}
+	return out
 }
