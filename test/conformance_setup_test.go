@@ -114,15 +114,18 @@ func loadSetup(t *testing.T, conn *grpc.ClientConn, setup *conformanceSetup) {
 		switch {
 		case d.Stream != nil:
 			md := fromJSON(t, "data set stream", d.Stream, &commonv1.Metadata{})
-			writeDataSet(t, md.GetName(), d.Elements, func(i int, raw json.RawMessage) *streamv1.WriteRequest {
+			reqs := make([]*streamv1.WriteRequest, len(d.Elements))
+			for i, raw := range d.Elements {
 				e := fromJSON(t, "element", raw, &streamv1.ElementValue{})
 				e.Timestamp = at(i, len(d.Elements))
-				return &streamv1.WriteRequest{Element: e, MessageId: uint64(i + 1), Metadata: firstOnly(i, md)}
-			}, func(reqs []*streamv1.WriteRequest) ([]*streamv1.WriteResponse, error) { return sendStream(t, conn, reqs) },
-				func(r *streamv1.WriteResponse) string { return r.GetStatus() })
+				reqs[i] = &streamv1.WriteRequest{Element: e, MessageId: uint64(i + 1), Metadata: firstOnly(i, md)}
+			}
+			resps, err := sendStream(t, conn, reqs)
+			checkDataSet(t, md.GetName(), len(reqs), resps, err)
 		case d.Trace != nil:
 			md := fromJSON(t, "data set trace", d.Trace, &commonv1.Metadata{})
-			writeDataSet(t, md.GetName(), d.Spans, func(i int, raw json.RawMessage) *tracev1.WriteRequest {
+			reqs := make([]*tracev1.WriteRequest, len(d.Spans))
+			for i, raw := range d.Spans {
 				w := fromJSON(t, "span", raw, &tracev1.WriteRequest{})
 				for _, v := range w.GetTags() {
 					if v.GetTimestamp() != nil {
@@ -130,19 +133,21 @@ func loadSetup(t *testing.T, conn *grpc.ClientConn, setup *conformanceSetup) {
 					}
 				}
 				w.Metadata, w.Version = md, uint64(i+1)
-				return w
-			}, func(reqs []*tracev1.WriteRequest) ([]*tracev1.WriteResponse, error) {
-				ws, err := tracev1.NewTraceServiceClient(conn).Write(ctxT(t))
-				return sendAll(t, ws, err, reqs)
-			}, func(r *tracev1.WriteResponse) string { return r.GetStatus() })
+				reqs[i] = w
+			}
+			ws, err := tracev1.NewTraceServiceClient(conn).Write(ctxT(t))
+			resps, err := sendAll(t, ws, err, reqs)
+			checkDataSet(t, md.GetName(), len(reqs), resps, err)
 		default:
 			md := fromJSON(t, "data set measure", d.Measure, &commonv1.Metadata{})
-			writeDataSet(t, md.GetName(), d.Points, func(i int, raw json.RawMessage) *measurev1.WriteRequest {
+			reqs := make([]*measurev1.WriteRequest, len(d.Points))
+			for i, raw := range d.Points {
 				p := fromJSON(t, "data point", raw, &measurev1.DataPointValue{})
 				p.Timestamp = at(i, len(d.Points))
-				return &measurev1.WriteRequest{DataPoint: p, MessageId: uint64(i + 1), Metadata: firstOnly(i, md)}
-			}, func(reqs []*measurev1.WriteRequest) ([]*measurev1.WriteResponse, error) { return writeMeasures(t, conn, reqs) },
-				func(r *measurev1.WriteResponse) string { return r.GetStatus() })
+				reqs[i] = &measurev1.WriteRequest{DataPoint: p, MessageId: uint64(i + 1), Metadata: firstOnly(i, md)}
+			}
+			resps, err := writeMeasures(t, conn, reqs)
+			checkDataSet(t, md.GetName(), len(reqs), resps, err)
 		}
 	}
 }
@@ -156,22 +161,15 @@ func firstOnly(i int, md *commonv1.Metadata) *commonv1.Metadata {
 	return nil
 }
 
-// writeDataSet builds a write request of each raw value, sends them on
-// one stream and fails unless every one succeeded.
-func writeDataSet[Req, Resp any](t *testing.T, name string, raws []json.RawMessage, build func(int, json.RawMessage) *Req,
-	send func([]*Req) ([]*Resp, error), statusOf func(*Resp) string,
-) {
+// checkDataSet fails unless each of the n values written to name got an
+// answer and every answer is a success.
+func checkDataSet[Resp interface{ GetStatus() string }](t *testing.T, name string, n int, resps []Resp, err error) {
 	t.Helper()
-	reqs := make([]*Req, len(raws))
-	for i, raw := range raws {
-		reqs[i] = build(i, raw)
-	}
-	resps, err := send(reqs)
-	if err != nil || len(resps) != len(reqs) {
-		t.Fatalf("write %s: %d answers for %d values (%v)", name, len(resps), len(reqs), err)
+	if err != nil || len(resps) != n {
+		t.Fatalf("write %s: %d answers for %d values (%v)", name, len(resps), n, err)
 	}
 	for i, r := range resps {
-		if s := statusOf(r); s != modelv1.Status_STATUS_SUCCEED.String() {
+		if s := r.GetStatus(); s != modelv1.Status_STATUS_SUCCEED.String() {
 			t.Fatalf("write %s value %d: %s", name, i, s)
 		}
 	}
