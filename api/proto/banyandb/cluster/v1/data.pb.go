@@ -714,8 +714,10 @@ func (x *PropertyQuery) GetSchemas() []*v12.Property {
 // and every tombstone the scan met, so that the liaison can tell a
 // deleted property from a stale copy on another node.
 type PropertyQueryResult struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Properties    []*StoredProperty      `protobuf:"bytes,1,rep,name=properties,proto3" json:"properties,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Properties []*StoredProperty      `protobuf:"bytes,1,rep,name=properties,proto3" json:"properties,omitempty"`
+	// trace is StreamQueryResult.trace for property queries.
+	Trace         *v14.Trace `protobuf:"bytes,30,opt,name=trace,proto3" json:"trace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -753,6 +755,13 @@ func (*PropertyQueryResult) Descriptor() ([]byte, []int) {
 func (x *PropertyQueryResult) GetProperties() []*StoredProperty {
 	if x != nil {
 		return x.Properties
+	}
+	return nil
+}
+
+func (x *PropertyQueryResult) GetTrace() *v14.Trace {
+	if x != nil {
+		return x.Trace
 	}
 	return nil
 }
@@ -814,11 +823,12 @@ const file_banyandb_cluster_v1_data_proto_rawDesc = "" +
 	"\adeleted\x18\x02 \x01(\bR\adeleted\"\x87\x01\n" +
 	"\rPropertyQuery\x12<\n" +
 	"\arequest\x18\x01 \x01(\v2\".banyandb.property.v1.QueryRequestR\arequest\x128\n" +
-	"\aschemas\x18\x02 \x03(\v2\x1e.banyandb.database.v1.PropertyR\aschemas\"Z\n" +
+	"\aschemas\x18\x02 \x03(\v2\x1e.banyandb.database.v1.PropertyR\aschemas\"\x8b\x01\n" +
 	"\x13PropertyQueryResult\x12C\n" +
 	"\n" +
 	"properties\x18\x01 \x03(\v2#.banyandb.cluster.v1.StoredPropertyR\n" +
-	"propertiesB=Z;github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1b\x06proto3"
+	"properties\x12/\n" +
+	"\x05trace\x18\x1e \x01(\v2\x19.banyandb.common.v1.TraceR\x05traceB=Z;github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1b\x06proto3"
 
 var (
 	file_banyandb_cluster_v1_data_proto_rawDescOnce sync.Once
@@ -875,11 +885,12 @@ var file_banyandb_cluster_v1_data_proto_depIdxs = []int32{
 	21, // 13: banyandb.cluster.v1.PropertyQuery.request:type_name -> banyandb.property.v1.QueryRequest
 	22, // 14: banyandb.cluster.v1.PropertyQuery.schemas:type_name -> banyandb.database.v1.Property
 	7,  // 15: banyandb.cluster.v1.PropertyQueryResult.properties:type_name -> banyandb.cluster.v1.StoredProperty
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	16, // 16: banyandb.cluster.v1.PropertyQueryResult.trace:type_name -> banyandb.common.v1.Trace
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_banyandb_cluster_v1_data_proto_init() }
