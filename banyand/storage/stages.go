@@ -15,7 +15,7 @@ import (
 type scanStats struct {
 	segments int // segments of the time range read
 	scanned  int // records of the time range visited
-	matched  int // records that met the criteria
+	matched  int // records that met the criteria (those the cut keeps out are not evaluated)
 }
 
 // stageTrace is this node's execution trace of a query asked with
