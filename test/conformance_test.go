@@ -14,23 +14,28 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"sigs.k8s.io/yaml"
 
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
-	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	propertyv1 "github.com/banyand-io/banyand/api/proto/banyandb/property/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	tracev1 "github.com/banyand-io/banyand/api/proto/banyandb/trace/v1"
 )
 
 // The conformance runner: each directory under testdata/conformance holds
 // a setup.yaml (schema and data) and cases/*.yaml, each a request and the
-// answer BanyanDB gives it (or the gRPC code of its refusal), written as
-// protobuf JSON in YAML like BanyanDB's own test cases. Answers compare
-// ignoring what BanyanDB's runner ignores: a data point's timestamp,
-// version and series id, an element's timestamp. Every suite runs on standalone and on a cluster.
+// answer BanyanDB gives it (or the gRPC code of its refusal, or the shape
+// of its execution trace), written as protobuf JSON in YAML like
+// BanyanDB's own test cases. Answers compare ignoring what BanyanDB's
+// runner ignores: a data point's timestamp, version and series id, an
+// element's timestamp, a property's revisions and update time, and the
+// execution trace (its durations differ run to run; wantTrace checks its
+// shape). Every suite runs on standalone and on a cluster.
 func TestConformance(t *testing.T) {
 	suites, err := filepath.Glob("testdata/conformance/*/setup.yaml")
 	if err != nil || len(suites) == 0 {
@@ -55,31 +60,25 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// conformanceSetup is setup.yaml: registry objects and data sets, each
-// object kept as JSON for protojson.
-type conformanceSetup struct {
-	Groups            []json.RawMessage `json:"groups"`
-	Measures          []json.RawMessage `json:"measures"`
-	Streams           []json.RawMessage `json:"streams"`
-	IndexRules        []json.RawMessage `json:"indexRules"`
-	IndexRuleBindings []json.RawMessage `json:"indexRuleBindings"`
-	TopNAggregations  []json.RawMessage `json:"topNAggregations"`
-	Data              []struct {
-		Measure  json.RawMessage   `json:"measure"`
-		Stream   json.RawMessage   `json:"stream"`
-		Offset   string            `json:"offset"`
-		Points   []json.RawMessage `json:"points"`
-		Elements []json.RawMessage `json:"elements"`
-	} `json:"data"`
-}
-
-// conformanceCase is one cases/*.yaml.
+// conformanceCase is one cases/*.yaml: one request, and the answer
+// (want), the gRPC code of the refusal (wantCode) or the shape of the
+// execution trace (wantTrace, for a request with trace = true) expected.
 type conformanceCase struct {
-	Measure  json.RawMessage `json:"measure"`
-	Stream   json.RawMessage `json:"stream"`
-	TopN     json.RawMessage `json:"topN"`
-	Want     json.RawMessage `json:"want"`
-	WantCode string          `json:"wantCode"`
+	Measure   json.RawMessage `json:"measure"`
+	Stream    json.RawMessage `json:"stream"`
+	TopN      json.RawMessage `json:"topN"`
+	Trace     json.RawMessage `json:"trace"`
+	Property  json.RawMessage `json:"property"`
+	Want      json.RawMessage `json:"want"`
+	WantCode  string          `json:"wantCode"`
+	WantTrace *spanShape      `json:"wantTrace"`
+	// CheckIdentity compares each data point's version too and requires
+	// its series id.
+	CheckIdentity bool `json:"checkIdentity"`
+	// NestCriteria nests the request's criteria that many levels deep
+	// (AND of the levels above and the criteria again), for the refusal
+	// of criteria too deep to evaluate.
+	NestCriteria int `json:"nestCriteria"`
 }
 
 func readYAML(t *testing.T, path string, into any) {
@@ -108,76 +107,7 @@ func fromJSON[T proto.Message](t *testing.T, what string, raw json.RawMessage, m
 func runSuite(t *testing.T, conn *grpc.ClientConn, setupPath string, cases []string) {
 	var setup conformanceSetup
 	readYAML(t, setupPath, &setup)
-	ctx := ctxT(t)
-	for _, raw := range setup.Groups {
-		g := fromJSON(t, "group", raw, &commonv1.Group{})
-		if _, err := databasev1.NewGroupRegistryServiceClient(conn).Create(ctx, &databasev1.GroupRegistryServiceCreateRequest{Group: g}); err != nil {
-			t.Fatalf("create group: %v", err)
-		}
-	}
-	for _, raw := range setup.Measures {
-		m := fromJSON(t, "measure", raw, &databasev1.Measure{})
-		if _, err := databasev1.NewMeasureRegistryServiceClient(conn).Create(ctx, &databasev1.MeasureRegistryServiceCreateRequest{Measure: m}); err != nil {
-			t.Fatalf("create measure: %v", err)
-		}
-	}
-	for _, raw := range setup.Streams {
-		st := fromJSON(t, "stream", raw, &databasev1.Stream{})
-		if _, err := databasev1.NewStreamRegistryServiceClient(conn).Create(ctx, &databasev1.StreamRegistryServiceCreateRequest{Stream: st}); err != nil {
-			t.Fatalf("create stream: %v", err)
-		}
-	}
-	for _, raw := range setup.IndexRules {
-		r := fromJSON(t, "index rule", raw, &databasev1.IndexRule{})
-		if _, err := databasev1.NewIndexRuleRegistryServiceClient(conn).Create(ctx, &databasev1.IndexRuleRegistryServiceCreateRequest{IndexRule: r}); err != nil {
-			t.Fatalf("create index rule: %v", err)
-		}
-	}
-	for _, raw := range setup.IndexRuleBindings {
-		b := fromJSON(t, "index rule binding", raw, &databasev1.IndexRuleBinding{})
-		if _, err := databasev1.NewIndexRuleBindingRegistryServiceClient(conn).Create(ctx, &databasev1.IndexRuleBindingRegistryServiceCreateRequest{IndexRuleBinding: b}); err != nil {
-			t.Fatalf("create index rule binding: %v", err)
-		}
-	}
-	for _, raw := range setup.TopNAggregations {
-		a := fromJSON(t, "top-N aggregation", raw, &databasev1.TopNAggregation{})
-		if _, err := databasev1.NewTopNAggregationRegistryServiceClient(conn).Create(ctx, &databasev1.TopNAggregationRegistryServiceCreateRequest{TopNAggregation: a}); err != nil {
-			t.Fatalf("create top-N aggregation: %v", err)
-		}
-	}
-	for _, d := range setup.Data {
-		var offset time.Duration
-		if d.Offset != "" {
-			var err error
-			if offset, err = time.ParseDuration(d.Offset); err != nil {
-				t.Fatal(err)
-			}
-		}
-		at := func(i, n int) *timestamppb.Timestamp {
-			return timestamppb.New(baseTime.Add(offset - time.Duration(n-i-1)*time.Minute))
-		}
-		if d.Stream != nil {
-			writeConformanceStream(t, conn, fromJSON(t, "data set stream", d.Stream, &commonv1.Metadata{}), d.Elements, at)
-			continue
-		}
-		md := fromJSON(t, "data set measure", d.Measure, &commonv1.Metadata{})
-		reqs := make([]*measurev1.WriteRequest, len(d.Points))
-		for i, raw := range d.Points {
-			p := fromJSON(t, "data point", raw, &measurev1.DataPointValue{})
-			p.Timestamp = at(i, len(d.Points))
-			reqs[i] = &measurev1.WriteRequest{DataPoint: p, MessageId: uint64(i + 1)}
-		}
-		reqs[0].Metadata = md
-		resps, err := writeMeasures(t, conn, reqs)
-		if err != nil || len(resps) != len(reqs) {
-			t.Fatalf("write %s: %d answers for %d points (%v)", md.GetName(), len(resps), len(reqs), err)
-		}
-		for _, r := range resps {
-			if r.GetStatus() != modelv1.Status_STATUS_SUCCEED.String() {
-				t.Fatalf("write %s point %d: %s", md.GetName(), r.GetMessageId(), r.GetStatus())
-			}
-		}
-	}
+	loadSetup(t, conn, &setup)
 	for _, path := range cases {
 		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
 		t.Run(name, func(t *testing.T) {
@@ -193,13 +123,30 @@ func runSuite(t *testing.T, conn *grpc.ClientConn, setupPath string, cases []str
 			if err != nil {
 				t.Fatal(err)
 			}
+			if c.WantTrace != nil {
+				checkTraceShape(t, executionTrace(got), c.WantTrace)
+				if c.Want == nil {
+					return
+				}
+			}
+			ignorePoint := []protoreflect.Name{"timestamp", "version", "sid"}
+			if c.CheckIdentity {
+				checkIdentity(t, got)
+				ignorePoint = ignorePoint[:1:1]
+				ignorePoint = append(ignorePoint, "sid")
+			}
 			want := proto.Clone(got)
 			proto.Reset(want)
 			fromJSON(t, "want", c.Want, want)
 			if diff := cmp.Diff(want, got, protocmp.Transform(),
-				protocmp.IgnoreFields(&measurev1.DataPoint{}, "timestamp", "version", "sid"),
+				protocmp.IgnoreFields(&measurev1.DataPoint{}, ignorePoint...),
 				protocmp.IgnoreFields(&measurev1.TopNList_Item{}, "version", "timestamp"),
 				protocmp.IgnoreFields(&streamv1.Element{}, "timestamp"),
+				protocmp.IgnoreFields(&propertyv1.Property{}, "updated_at"),
+				protocmp.IgnoreFields(&commonv1.Metadata{}, "create_revision", "mod_revision"),
+				protocmp.IgnoreFields(&measurev1.QueryResponse{}, "trace"),
+				protocmp.IgnoreFields(&streamv1.QueryResponse{}, "trace"),
+				protocmp.IgnoreFields(&tracev1.QueryResponse{}, "trace_query_result"),
 			); diff != "" {
 				t.Errorf("answer (-want +got):\n%s", diff)
 			}
@@ -215,12 +162,14 @@ func runCase(t *testing.T, conn *grpc.ClientConn, c conformanceCase) (proto.Mess
 	switch {
 	case c.Measure != nil:
 		req := fromJSON(t, "measure query", c.Measure, &measurev1.QueryRequest{})
+		req.Criteria = nestCriteria(req.GetCriteria(), c.NestCriteria)
 		if req.TimeRange == nil {
 			req.TimeRange = tr
 		}
 		return measurev1.NewMeasureServiceClient(conn).Query(ctxT(t), req)
 	case c.Stream != nil:
 		req := fromJSON(t, "stream query", c.Stream, &streamv1.QueryRequest{})
+		req.Criteria = nestCriteria(req.GetCriteria(), c.NestCriteria)
 		if req.TimeRange == nil {
 			req.TimeRange = tr
 		}
@@ -231,30 +180,30 @@ func runCase(t *testing.T, conn *grpc.ClientConn, c conformanceCase) (proto.Mess
 			req.TimeRange = tr
 		}
 		return measurev1.NewMeasureServiceClient(conn).TopN(ctxT(t), req)
+	case c.Trace != nil:
+		req := fromJSON(t, "trace query", c.Trace, &tracev1.QueryRequest{})
+		req.Criteria = nestCriteria(req.GetCriteria(), c.NestCriteria)
+		if req.TimeRange == nil {
+			req.TimeRange = tr
+		}
+		return tracev1.NewTraceServiceClient(conn).Query(ctxT(t), req)
+	case c.Property != nil:
+		req := fromJSON(t, "property query", c.Property, &propertyv1.QueryRequest{})
+		return propertyv1.NewPropertyServiceClient(conn).Query(ctxT(t), req)
 	}
-	t.Fatal("the case names no request (measure, stream or topN)")
+	t.Fatal("the case names no request (measure, stream, topN, trace or property)")
 	return nil, status.Error(codes.Internal, "unreachable")
 }
 
-// writeConformanceStream writes a data set's elements, at(i, n) each.
-func writeConformanceStream(t *testing.T, conn *grpc.ClientConn, md *commonv1.Metadata, elements []json.RawMessage,
-	at func(i, n int) *timestamppb.Timestamp,
-) {
-	t.Helper()
-	reqs := make([]*streamv1.WriteRequest, len(elements))
-	for i, raw := range elements {
-		e := fromJSON(t, "element", raw, &streamv1.ElementValue{})
-		e.Timestamp = at(i, len(elements))
-		reqs[i] = &streamv1.WriteRequest{Element: e, MessageId: uint64(i + 1)}
+// nestCriteria returns c nested depth levels deep: a chain of ANDs, each
+// of the chain so far and a copy of c (a chain, not a shared subtree,
+// which would be exponentially large when marshalled).
+func nestCriteria(c *modelv1.Criteria, depth int) *modelv1.Criteria {
+	out := c
+	for range depth {
+		out = &modelv1.Criteria{Exp: &modelv1.Criteria_Le{Le: &modelv1.LogicalExpression{
+			Op: modelv1.LogicalExpression_LOGICAL_OP_AND, Left: out, Right: proto.CloneOf(c),
+		}}}
 	}
-	reqs[0].Metadata = md
-	resps, err := sendStream(t, conn, reqs)
-	if err != nil || len(resps) != len(reqs) {
-		t.Fatalf("write %s: %d answers for %d elements (%v)", md.GetName(), len(resps), len(reqs), err)
-	}
-	for _, r := range resps {
-		if r.GetStatus() != modelv1.Status_STATUS_SUCCEED.String() {
-			t.Fatalf("write %s element %d: %s", md.GetName(), r.GetMessageId(), r.GetStatus())
-		}
-	}
+	return out
 }

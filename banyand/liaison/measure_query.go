@@ -28,17 +28,19 @@ func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest)
 	var shape *shaping
 	nodeReq := req
 	if needsShaping(req) {
-		defs := make([]*databasev1.Measure, 0, len(req.GetGroups()))
-		for _, g := range req.GetGroups() {
-			if l := snap.measures[nameKey{Group: g, Name: req.GetName()}]; l != nil {
-				defs = append(defs, l.schema)
-			}
-		}
 		var err error
-		if shape, err = newShaping(req, defs); err != nil {
+		if shape, err = newShaping(req, snap.measureDefs(req.GetGroups(), req.GetName())); err != nil {
 			return nil, err
 		}
 		nodeReq = shape.nodeRequest(req)
+	}
+	// An index-mode measure answers the newest row of each series in the
+	// range: the data nodes send every row, the liaison keeps the newest
+	// (gather) and pages.
+	indexMode := slices.ContainsFunc(snap.measureDefs(req.GetGroups(), req.GetName()), (*databasev1.Measure).GetIndexMode)
+	if indexMode && shape == nil {
+		nodeReq = proto.CloneOf(req)
+		nodeReq.Offset, nodeReq.Limit = 0, schema.MaxQueryWindow
 	}
 	// Ordered by an index rule: each group's rule tag, projected too so
 	// that the answers merge by it (cut again from the answer below).
@@ -80,7 +82,7 @@ func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest)
 		return &measurev1.QueryResponse{DataPoints: points, Trace: tr.finish()}, nil
 	}
 	span := tr.start("ask the data nodes of every group")
-	points, err := s.gather(ctx, snap, nodeReq, orderTags, shape != nil)
+	points, err := s.gather(ctx, snap, nodeReq, orderTags, shape != nil || indexMode, span)
 	if err != nil {
 		return nil, err
 	}
@@ -108,9 +110,9 @@ func (s *MeasureService) Query(ctx context.Context, req *measurev1.QueryRequest)
 // by the order tag of each group (orderTags) first. whole says the caller
 // needs every point of the range (group by, aggregation, top N): a node
 // answering the most a query may ask fails the query rather than leave
-// points out.
+// points out. Under span (trace = true) each node's answer is traced.
 func (s *MeasureService) gather(ctx context.Context, snap *schemaSnapshot, req *measurev1.QueryRequest,
-	orderTags map[string][2]string, whole bool,
+	orderTags map[string][2]string, whole bool, span *commonv1.Span,
 ) ([]*measurev1.DataPoint, error) {
 	type seriesTime struct {
 		group string
@@ -118,6 +120,12 @@ func (s *MeasureService) gather(ctx context.Context, snap *schemaSnapshot, req *
 		ts    int64
 	}
 	latest := map[seriesTime]*measurev1.DataPoint{}
+	multi := len(req.GetGroups()) > 1
+	if multi {
+		if err := checkMeasureProjected(req, snap.measureDefs(req.GetGroups(), req.GetName())); err != nil {
+			return nil, err
+		}
+	}
 	for _, g := range req.GetGroups() {
 		l := snap.measures[nameKey{Group: g, Name: req.GetName()}]
 		if l == nil {
@@ -125,11 +133,15 @@ func (s *MeasureService) gather(ctx context.Context, snap *schemaSnapshot, req *
 		}
 		one := proto.CloneOf(req)
 		one.Groups = []string{g}
+		var fill func(*measurev1.DataPoint)
+		if multi {
+			fill = fitMeasure(one, l.schema)
+		}
 		if err := s.schema.withAnalyzers(g, req.GetName(), commonv1.Catalog_CATALOG_MEASURE, one.GetCriteria()); err != nil {
 			return nil, err
 		}
 		replies, err := ask[measurev1.QueryResponse](ctx, s.query, queue.TopicMeasureQuery, g,
-			&clusterv1.MeasureQuery{Request: one, Schema: l.schema, OrderTag: orderTags[g][1]})
+			&clusterv1.MeasureQuery{Request: one, Schema: l.schema, OrderTag: orderTags[g][1]}, span)
 		if err != nil {
 			return nil, err
 		}
@@ -139,10 +151,17 @@ func (s *MeasureService) gather(ctx context.Context, snap *schemaSnapshot, req *
 					"narrow the time range or the criteria", schema.MaxQueryWindow, g)
 			}
 			for _, dp := range resp.GetDataPoints() {
+				if fill != nil {
+					fill(dp)
+				}
 				// A point is identified by its series and time; of two
-				// copies the higher version wins, as in storage.
+				// copies the higher version wins, as in storage. An
+				// index-mode measure keeps one row a series, the newest.
 				k := seriesTime{g, dp.GetSid(), dp.GetTimestamp().AsTime().UnixNano()}
-				if prev, ok := latest[k]; !ok || dp.GetVersion() > prev.GetVersion() {
+				if l.schema.GetIndexMode() {
+					k.ts = 0
+				}
+				if prev, ok := latest[k]; !ok || newerPoint(dp, prev) {
 					latest[k] = dp
 				}
 			}
@@ -155,6 +174,7 @@ func (s *MeasureService) gather(ctx context.Context, snap *schemaSnapshot, req *
 	}
 	all := make([]keyed, 0, len(latest))
 	for k, dp := range latest {
+		k.ts = dp.GetTimestamp().AsTime().UnixNano()
 		kd := keyed{k: k, dp: dp}
 		if ft, ok := orderTags[k.group]; ok {
 			kd.key = pointTag(dp, ft[0], ft[1])
@@ -184,4 +204,26 @@ func (s *MeasureService) gather(ctx context.Context, snap *schemaSnapshot, req *
 		out[i] = k.dp
 	}
 	return out, nil
+}
+
+// measureDefs returns the schemas of measure name in groups, of the
+// groups that have it.
+func (s *schemaSnapshot) measureDefs(groups []string, name string) []*databasev1.Measure {
+	defs := make([]*databasev1.Measure, 0, len(groups))
+	for _, g := range groups {
+		if l := s.measures[nameKey{Group: g, Name: name}]; l != nil {
+			defs = append(defs, l.schema)
+		}
+	}
+	return defs
+}
+
+// newerPoint says whether a point replaces prev, a copy of the same point
+// (or, in an index-mode measure, a row of the same series): the later
+// row, and of one time the higher version.
+func newerPoint(dp, prev *measurev1.DataPoint) bool {
+	if c := dp.GetTimestamp().AsTime().Compare(prev.GetTimestamp().AsTime()); c != 0 {
+		return c > 0
+	}
+	return dp.GetVersion() > prev.GetVersion()
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strconv"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -83,7 +84,7 @@ func (s *PropertyService) apply(ctx context.Context, req *propertyv1.ApplyReques
 	if err := checkPropertyTags(sch, p.GetTags()); err != nil {
 		return nil, err
 	}
-	found, err := s.collect(ctx, md.GetGroup(), &propertyv1.QueryRequest{Name: md.GetName(), Ids: []string{p.GetId()}, Limit: 1}, []*databasev1.Property{sch})
+	found, err := s.collect(ctx, md.GetGroup(), &propertyv1.QueryRequest{Name: md.GetName(), Ids: []string{p.GetId()}, Limit: 1}, []*databasev1.Property{sch}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +183,7 @@ func (s *PropertyService) delete(ctx context.Context, req *propertyv1.DeleteRequ
 	if req.GetId() != "" {
 		q.Ids = []string{req.GetId()}
 	}
-	found, err := s.collect(ctx, req.GetGroup(), q, []*databasev1.Property{sch})
+	found, err := s.collect(ctx, req.GetGroup(), q, []*databasev1.Property{sch}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -229,15 +230,18 @@ func (s *PropertyService) Query(ctx context.Context, req *propertyv1.QueryReques
 		}
 		queries = append(queries, groupQuery{gn, schemas})
 	}
+	tr := newQueryTrace(req.GetTrace(), "property query %v/%s", req.GetGroups(), req.GetName())
 	all := map[propertyID]*clusterv1.StoredProperty{}
 	for _, gq := range queries {
 		if len(gq.schemas) == 0 {
 			continue
 		}
-		found, err := s.collect(ctx, gq.group, req, gq.schemas)
+		span := tr.start("group %s: ask the data nodes", gq.group)
+		found, err := s.collect(ctx, gq.group, req, gq.schemas, span)
 		if err != nil {
 			return nil, err
 		}
+		tr.end(span, "properties", strconv.Itoa(len(found)))
 		for k, sp := range found {
 			all[k] = sp
 		}
@@ -258,6 +262,7 @@ func (s *PropertyService) Query(ctx context.Context, req *propertyv1.QueryReques
 		}
 		hits = append(hits, h)
 	}
+	merge := tr.start("merge: highest revisions, ordered, limit")
 	schema.SortProperties(hits, func(h hit) (*modelv1.TagValue, *clusterv1.StoredProperty) { return h.order, h.sp },
 		req.GetOrderBy().GetSort() == modelv1.Sort_SORT_DESC)
 	hits = page(hits, 0, req.GetLimit(), schema.DefaultPropertyLimit)
@@ -269,17 +274,22 @@ func (s *PropertyService) Query(ctx context.Context, req *propertyv1.QueryReques
 		}
 		resp.Properties[i] = p
 	}
+	tr.end(merge, "properties", strconv.Itoa(len(resp.Properties)))
+	resp.Trace = tr.finish()
 	return resp, nil
 }
 
 // collect asks every node that may hold group for req's properties and
-// keeps the highest revision of each, tombstones included.
-func (s *PropertyService) collect(ctx context.Context, group string, req *propertyv1.QueryRequest, schemas []*databasev1.Property) (map[propertyID]*clusterv1.StoredProperty, error) {
+// keeps the highest revision of each, tombstones included; under span
+// (trace = true) each node's answer is traced.
+func (s *PropertyService) collect(ctx context.Context, group string, req *propertyv1.QueryRequest, schemas []*databasev1.Property,
+	span *commonv1.Span,
+) (map[propertyID]*clusterv1.StoredProperty, error) {
 	one := proto.CloneOf(req)
 	one.Groups = []string{group}
 	one.TagProjection = nil // the liaison projects once it has ordered
 	replies, err := ask[clusterv1.PropertyQueryResult](ctx, s.query, queue.TopicPropertyQuery, group,
-		&clusterv1.PropertyQuery{Request: one, Schemas: schemas})
+		&clusterv1.PropertyQuery{Request: one, Schemas: schemas}, span)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,8 @@
 package liaison
 
 import (
+	"time"
+
 	"context"
 	"strconv"
 
@@ -47,7 +49,7 @@ func (s *MeasureService) parts(ctx context.Context, snap *schemaSnapshot, req *m
 		span = tr.start("group %s: ask the data nodes for points", g)
 		ship := sh.nodeRequest(req)
 		ship.Groups = []string{g}
-		points, err := s.gather(ctx, snap, ship, nil, true)
+		points, err := s.gather(ctx, snap, ship, nil, true, span)
 		if err != nil {
 			return nil, err
 		}
@@ -111,7 +113,7 @@ func (s *MeasureService) pushDown(ctx context.Context, l *measureLayout, req *me
 	if err != nil {
 		return nil, false, err
 	}
-	answers, err := decodeReplies[clusterv1.MeasurePartials](replies)
+	answers, err := decodeReplies[clusterv1.MeasurePartials](replies, group, time.Time{}, nil)
 	if err != nil {
 		return nil, false, err
 	}

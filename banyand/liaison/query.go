@@ -17,6 +17,7 @@ import (
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
+	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 	"github.com/banyand-io/banyand/banyand/schema"
@@ -110,34 +111,46 @@ func (q *querier) scatter(ctx context.Context, group string, send func(context.C
 }
 
 // ask encodes query, scatters it to the nodes holding group (scatter) and
-// decodes each node's answer as an R.
+// decodes each node's answer as an R. Under a span (a query asked with
+// trace = true) each node that answered gets a span of its own there,
+// holding the stages the node traced.
 func ask[R any, PR interface {
 	*R
 	proto.Message
-}](ctx context.Context, q *querier, topic queue.Topic, group string, query proto.Message) ([]*R, error) {
+}](ctx context.Context, q *querier, topic queue.Topic, group string, query proto.Message, under *commonv1.Span) ([]*R, error) {
 	payload, err := proto.Marshal(query)
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "encode query: %v", err)
 	}
+	start := time.Now()
 	replies, err := q.scatter(ctx, group, func(ctx context.Context) ([]queue.Reply, error) {
 		return q.queue.Broadcast(ctx, topic, group, payload)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return decodeReplies[R, PR](replies)
+	return decodeReplies[R, PR](replies, group, start, under)
 }
 
-// decodeReplies decodes each node's answer as an R.
+// decodeReplies decodes each node's answer as an R; under a span, it
+// adds each node's span there (asked at start) with the stages the node
+// traced.
 func decodeReplies[R any, PR interface {
 	*R
 	proto.Message
-}](replies []queue.Reply) ([]*R, error) {
+}](replies []queue.Reply, group string, start time.Time, under *commonv1.Span) ([]*R, error) {
 	out := make([]*R, len(replies))
 	for i, r := range replies {
 		out[i] = new(R)
 		if err := proto.Unmarshal(r.Payload, PR(out[i])); err != nil {
 			return nil, status.Errorf(codes.Internal, "decode a data node's answer: %v", err)
+		}
+		if under != nil {
+			var stages *commonv1.Trace
+			if t, ok := any(PR(out[i])).(interface{ GetTrace() *commonv1.Trace }); ok {
+				stages = t.GetTrace()
+			}
+			attachNode(under, group, r.Node, start, stages)
 		}
 	}
 	return out, nil
@@ -194,6 +207,7 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 	snap := s.schema.snapshot()
 	tr := newQueryTrace(req.GetTrace(), "stream query %v/%s", req.GetGroups(), req.GetName())
 	type keyed struct {
+		group   string
 		ts      int64
 		version int64
 		el      *streamv1.Element
@@ -209,6 +223,18 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 	}
 	latest := map[elementKey]int{} // index into all
 	var all []keyed
+	multi := len(req.GetGroups()) > 1
+	if multi {
+		var fams [][]*databasev1.TagFamilySpec
+		for _, g := range req.GetGroups() {
+			if l := snap.streams[nameKey{Group: g, Name: req.GetName()}]; l != nil {
+				fams = append(fams, l.schema.GetTagFamilies())
+			}
+		}
+		if err := checkProjected(req.GetProjection(), fams); err != nil {
+			return nil, err
+		}
+	}
 	for _, g := range req.GetGroups() {
 		l := snap.streams[nameKey{Group: g, Name: req.GetName()}]
 		if l == nil {
@@ -216,6 +242,10 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 		}
 		one := proto.CloneOf(req)
 		one.Groups = []string{g}
+		var fill func(*streamv1.Element)
+		if multi {
+			fill = fitStream(one, l.schema)
+		}
 		if err := s.schema.withAnalyzers(g, req.GetName(), commonv1.Catalog_CATALOG_STREAM, one.GetCriteria()); err != nil {
 			return nil, err
 		}
@@ -228,7 +258,7 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 			sq.OrderTag = tag
 		}
 		span := tr.start("group %s: ask the data nodes", g)
-		replies, err := ask[clusterv1.StreamQueryResult](ctx, s.query, queue.TopicStreamQuery, g, sq)
+		replies, err := ask[clusterv1.StreamQueryResult](ctx, s.query, queue.TopicStreamQuery, g, sq, span)
 		if err != nil {
 			return nil, err
 		}
@@ -240,8 +270,11 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 					len(els), len(keys), len(versions), len(orderKeys))
 			}
 			for i, el := range els {
+				if fill != nil {
+					fill(el)
+				}
 				ts := el.GetTimestamp().AsTime().UnixNano()
-				kd := keyed{ts: ts, version: versions[i], el: el}
+				kd := keyed{group: g, ts: ts, version: versions[i], el: el}
 				if sq.OrderTag != "" {
 					kd.key = orderKeys[i]
 				}
@@ -258,7 +291,7 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 		}
 		tr.end(span, "nodes", strconv.Itoa(len(replies)), "elements", strconv.Itoa(len(all)-before))
 	}
-	merge := tr.start("merge: copies removed, ordered, offset and limit")
+	merge := tr.start("merge: copies removed, ordered, one element an id, offset and limit")
 	desc := req.GetOrderBy().GetSort() == modelv1.Sort_SORT_DESC
 	byTime := timeOrder(desc)
 	byKey := req.GetOrderBy().GetIndexRuleName() != ""
@@ -276,6 +309,23 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 			return c
 		}
 		return cmp.Compare(a.el.GetElementId(), b.el.GetElementId())
+	})
+	// As BanyanDB, an element id names one element of a stream in a
+	// group: of elements written with the same id (another time, another
+	// series) the answer keeps the first in its order. Elements written
+	// without an id are each their own (BanyanDB generates one).
+	type groupID struct{ group, id string }
+	seen := make(map[groupID]bool, len(all))
+	all = slices.DeleteFunc(all, func(k keyed) bool {
+		id := groupID{k.group, k.el.GetElementId()}
+		if id.id == "" {
+			return false
+		}
+		if seen[id] {
+			return true
+		}
+		seen[id] = true
+		return false
 	})
 	all = page(all, req.GetOffset(), req.GetLimit(), schema.DefaultStreamLimit)
 	resp := &streamv1.QueryResponse{Elements: make([]*streamv1.Element, len(all))}

@@ -84,7 +84,7 @@ func (s *MeasureService) TopN(ctx context.Context, req *measurev1.TopNRequest) (
 			parts = append(parts, got...)
 			continue
 		}
-		points, err := s.gather(ctx, snap, q, nil, true)
+		points, err := s.gather(ctx, snap, q, nil, true, nil)
 		if err != nil {
 			return nil, err
 		}

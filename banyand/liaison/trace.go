@@ -71,3 +71,14 @@ func stop(s *commonv1.Span) {
 	s.EndTime = timestamppb.Now()
 	s.Duration = s.GetEndTime().AsTime().Sub(s.GetStartTime().AsTime()).Nanoseconds()
 }
+
+// attachNode adds under it a span for one data node's answer about group,
+// from when the liaison asked (start) to now, holding the stages the node
+// traced.
+func attachNode(under *commonv1.Span, group, node string, start time.Time, stages *commonv1.Trace) {
+	s := &commonv1.Span{
+		Message: fmt.Sprintf("data node %s: group %s", node, group), StartTime: timestamppb.New(start), Children: stages.GetSpans(),
+	}
+	stop(s)
+	under.Children = append(under.Children, s)
+}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strconv"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -40,13 +41,16 @@ func (s *TraceService) Query(ctx context.Context, req *tracev1.QueryRequest) (*t
 	if err != nil {
 		return nil, err
 	}
+	tr := newQueryTrace(req.GetTrace(), "trace query %v/%s", req.GetGroups(), req.GetName())
 	desc := req.GetOrderBy().GetSort() == modelv1.Sort_SORT_DESC
 	best := map[traceRef]*clusterv1.TraceKey{}
 	for _, p := range plans {
-		res, err := s.ask(ctx, p, req, nil)
+		span := tr.start("group %s: select the traces", p.group)
+		res, err := s.ask(ctx, p, req, nil, span)
 		if err != nil {
 			return nil, err
 		}
+		tr.end(span, "nodes", strconv.Itoa(len(res)))
 		for _, res := range res {
 			for _, k := range res.GetTraces() {
 				ref := traceRef{p.group, k.GetTraceId()}
@@ -81,10 +85,12 @@ func (s *TraceService) Query(ctx context.Context, req *tracev1.QueryRequest) (*t
 		if len(ids) == 0 {
 			continue
 		}
-		res, err := s.ask(ctx, p, req, ids)
+		span := tr.start("group %s: read the spans of %d traces", p.group, len(ids))
+		res, err := s.ask(ctx, p, req, ids, span)
 		if err != nil {
 			return nil, err
 		}
+		tr.end(span, "nodes", strconv.Itoa(len(res)))
 		for _, res := range res {
 			for _, sp := range res.GetSpans() {
 				ref := traceRef{p.group, sp.GetTraceId()}
@@ -105,6 +111,7 @@ func (s *TraceService) Query(ctx context.Context, req *tracev1.QueryRequest) (*t
 			}
 		}
 	}
+	merge := tr.start("merge: copies removed, spans in time order")
 	resp := &tracev1.QueryResponse{Traces: make([]*tracev1.Trace, 0, len(order))}
 	for _, r := range order {
 		got := spans[r.ref]
@@ -124,6 +131,8 @@ func (s *TraceService) Query(ctx context.Context, req *tracev1.QueryRequest) (*t
 		}
 		resp.Traces = append(resp.Traces, t)
 	}
+	tr.end(merge, "traces", strconv.Itoa(len(resp.Traces)))
+	resp.TraceQueryResult = tr.finish()
 	return resp, nil
 }
 
@@ -133,14 +142,16 @@ type spanRef struct {
 }
 
 // ask scatters one phase of a trace query to the nodes of p's group.
-func (s *TraceService) ask(ctx context.Context, p tracePlan, req *tracev1.QueryRequest, ids []string) ([]*clusterv1.TraceQueryResult, error) {
+func (s *TraceService) ask(ctx context.Context, p tracePlan, req *tracev1.QueryRequest, ids []string,
+	span *commonv1.Span,
+) ([]*clusterv1.TraceQueryResult, error) {
 	one := proto.CloneOf(req)
 	one.Groups = []string{p.group}
 	if err := s.schema.withAnalyzers(p.group, req.GetName(), commonv1.Catalog_CATALOG_TRACE, one.GetCriteria()); err != nil {
 		return nil, err
 	}
 	return ask[clusterv1.TraceQueryResult](ctx, s.query, queue.TopicTraceQuery, p.group,
-		&clusterv1.TraceQuery{Request: one, Schema: p.layout.schema, OrderTag: p.orderTag, TraceIds: ids})
+		&clusterv1.TraceQuery{Request: one, Schema: p.layout.schema, OrderTag: p.orderTag, TraceIds: ids}, span)
 }
 
 // planTraceQuery checks a trace query before any node is asked: groups

@@ -71,7 +71,7 @@ func (s *Store) queryPartials(ctx context.Context, q *clusterv1.MeasureQuery) (*
 	held := make([]bool, pp.GetShardNum())
 	p.series, _ = seriesKey(p.name, def.GetEntity().GetTagNames(), crit.eq)
 	p.terms = compileTerms(req.GetCriteria())
-	defer func() { s.countReads(p.read) }()
+	defer func() { s.countReads(p.stats) }()
 	db, err := s.DB()
 	if err != nil {
 		return nil, err
@@ -84,7 +84,7 @@ func (s *Store) queryPartials(ctx context.Context, q *clusterv1.MeasureQuery) (*
 				// Read in key order, through the tag indexes or not: the
 				// fold keeps the first point of each group in that order.
 				sc := tsdb.Scan{Name: p.name, Begin: p.begin, End: p.end, SeriesKey: p.series}
-				err := s.readSegment(ctx, db, seg, sc, p.terms, &p.read,
+				err := s.readSegment(ctx, db, seg, sc, p.terms, &p.stats,
 					func(it *tsdb.Item) error {
 						shard := uint32(it.SeriesHash % uint64(pp.GetShardNum()))
 						held[shard] = true

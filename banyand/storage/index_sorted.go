@@ -152,10 +152,10 @@ func (s *Store) readOrdered(ctx context.Context, db *tsdb.DB, seg tsdb.Segment, 
 	if err != nil || !ok {
 		return false, err
 	}
-	p.read.segments++
-	p.read.indexed++
+	p.stats.segments++
+	p.stats.indexed++
 	counted := func(it *tsdb.Item) error {
-		p.read.records++
+		p.stats.scanned++
 		return visit(it)
 	}
 	seen := make(map[tsdb.Ref]struct{}, min(len(entries), p.n))

@@ -68,9 +68,9 @@ func mustWriteIndexed(t testing.TB, s *Store, es []elem, spec []byte) {
 	}
 }
 
-func queryStats(t *testing.T, s *Store, req *streamv1.QueryRequest) ([]string, readStats) {
+func queryStats(t *testing.T, s *Store, req *streamv1.QueryRequest) ([]string, scanStats) {
 	t.Helper()
-	var st readStats
+	var st scanStats
 	res, err := s.doQueryStream(context.Background(), streamQuery(req), queryOpts{stats: &st})
 	if err != nil {
 		t.Fatalf("query %v: %v", req.GetCriteria(), err)
@@ -110,8 +110,8 @@ func TestIndexedQueriesMatchScans(t *testing.T) {
 				if used := st.indexed > 0; used != indexable[tc.name] {
 					t.Errorf("%s: index used in %d of %d segments, want used=%v", tc.name, st.indexed, st.segments, indexable[tc.name])
 				}
-				if st.indexed > 0 && st.records > len(tc.want)+len(es)/2 {
-					t.Errorf("%s: the index read %d records for %d results", tc.name, st.records, len(tc.want))
+				if st.indexed > 0 && st.scanned > len(tc.want)+len(es)/2 {
+					t.Errorf("%s: the index read %d records for %d results", tc.name, st.scanned, len(tc.want))
 				}
 			}
 		})
@@ -219,7 +219,7 @@ func TestIndexedTraceSelection(t *testing.T) {
 	crit := and(eq("service", str("svc-1")), cond("duration", modelv1.Condition_BINARY_OP_IN, ints(1, 3)))
 	req := &tracev1.QueryRequest{Groups: []string{testGroup}, Name: "segment", Criteria: crit, Limit: 100,
 		TimeRange: timeRange(base, base.Add(time.Hour))}
-	var st readStats
+	var st scanStats
 	res, err := s.selectTraces(context.Background(), db, &clusterv1.TraceQuery{Request: req, Schema: segmentSchema()}, ts, &st)
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +236,7 @@ func TestIndexedTraceSelection(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("traces %v, want %v", got, want)
 	}
-	if st.indexed != 1 || st.records != len(want) {
+	if st.indexed != 1 || st.scanned != len(want) {
 		t.Errorf("read %+v: want the one segment through its index, %d records", st, len(want))
 	}
 }
@@ -268,7 +268,7 @@ func TestOrderBySortedIndexMatchesScan(t *testing.T) {
 				}
 				q := streamQuery(&streamv1.QueryRequest{TimeRange: tr, Criteria: crit, Offset: w[0], Limit: w[1], OrderBy: order, Projection: allStreamTags()})
 				q.OrderTag = "code"
-				var st readStats
+				var st scanStats
 				got, err := s.doQueryStream(context.Background(), q, queryOpts{stats: &st})
 				if err != nil {
 					t.Fatal(err)
@@ -284,8 +284,8 @@ func TestOrderBySortedIndexMatchesScan(t *testing.T) {
 				if st.indexed != st.segments || st.segments == 0 {
 					t.Errorf("%s: %d of %d segments read through the index", name, st.indexed, st.segments)
 				}
-				if w[1] == 5 && crit == nil && st.records > 3*int(w[0]+w[1]) { // a scan reads all 61
-					t.Errorf("%s: read %d records for %d", name, st.records, w[0]+w[1])
+				if w[1] == 5 && crit == nil && st.scanned > 3*int(w[0]+w[1]) { // a scan reads all 61
+					t.Errorf("%s: read %d records for %d", name, st.scanned, w[0]+w[1])
 				}
 			}
 		}
@@ -332,7 +332,7 @@ func TestIndexedMeasureQueries(t *testing.T) {
 		}
 		q := measureQuery(req)
 		q.OrderTag = tc.orderTag
-		var st readStats
+		var st scanStats
 		got, err := s.doQueryMeasure(context.Background(), q, queryOpts{stats: &st})
 		if err != nil {
 			t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -207,6 +208,7 @@ func (s *Store) QueryProperties(ctx context.Context, q *clusterv1.PropertyQuery)
 	if err != nil {
 		return nil, err
 	}
+	start, st := time.Now(), scanStats{}
 	group := req.GetGroups()[0]
 	limit := int(req.GetLimit())
 	if limit == 0 {
@@ -238,6 +240,7 @@ func (s *Store) QueryProperties(ctx context.Context, q *clusterv1.PropertyQuery)
 			return nil, queryError(err)
 		}
 		visit := func(it *tsdb.Item) error {
+			st.scanned++
 			if ids != nil && !ids[string(it.ElementID)] {
 				return nil
 			}
@@ -256,6 +259,7 @@ func (s *Store) QueryProperties(ctx context.Context, q *clusterv1.PropertyQuery)
 			if c.match != nil && !c.match(tfs) {
 				return nil
 			}
+			st.matched++
 			h := propertyHit{sp: sp}
 			if hasOrder {
 				h.order = lookup(tfs, orderRef)
@@ -287,5 +291,6 @@ func (s *Store) QueryProperties(ctx context.Context, q *clusterv1.PropertyQuery)
 		out.Properties = append(out.Properties, h.sp)
 	}
 	out.Properties = append(out.Properties, tombs...)
+	out.Trace = stageTrace(req.GetTrace(), "data node: scan properties", start, st, len(out.Properties))
 	return out, nil
 }

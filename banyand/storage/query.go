@@ -52,12 +52,12 @@ type plan struct {
 	// sortTag, when set, is the order tag (an int tag): a segment whose
 	// sorted index holds it is read in its order (index_sorted.go).
 	sortTag string
-	read    readStats
 	// match decodes a payload and applies the criteria; nil keeps all.
 	match func(payload []byte) (bool, error)
 	// orderKey, when set, orders by a tag's value (see orderedBy) instead
 	// of by time: it reads the value from a payload.
 	orderKey func(payload []byte) (*modelv1.TagValue, error)
+	stats    scanStats // what run did, for the execution trace
 }
 
 // common validates the parts of stream and measure queries that are alike.
@@ -196,20 +196,16 @@ func (t *topN) sorted() []*hit {
 	return out
 }
 
-// readStats counts what a plan read: segments, those its tag indexes
-// answered for, and records visited.
-type readStats struct{ segments, indexed, records int }
-
 // readSegment calls visit with the records of sc in seg that a query
 // may select: those the tag indexes find with terms, when set and they can
 // answer for the segment, else every record of the scan. A scan of one
 // series (an entity seek) is not narrowed further.
 func (s *Store) readSegment(ctx context.Context, db *tsdb.DB, seg tsdb.Segment, sc tsdb.Scan, terms *termQuery,
-	stats *readStats, visit func(*tsdb.Item) error,
+	stats *scanStats, visit func(*tsdb.Item) error,
 ) error {
 	stats.segments++
 	counted := func(it *tsdb.Item) error {
-		stats.records++
+		stats.scanned++
 		return visit(it)
 	}
 	if terms != nil && sc.SeriesKey == nil {
@@ -236,7 +232,7 @@ func (s *Store) run(ctx context.Context, p *plan) ([]*hit, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer func() { s.countReads(p.read) }()
+	defer func() { s.countReads(p.stats) }()
 	top := &topN{n: p.n, desc: p.desc, compare: compareHits}
 	if p.orderKey != nil {
 		top.compare = compareByKey
@@ -275,6 +271,7 @@ func (s *Store) run(ctx context.Context, p *plan) ([]*hit, error) {
 						return err
 					}
 				}
+				p.stats.matched++
 				h := &hit{
 					ts: it.Timestamp, group: group, hash: it.SeriesHash,
 					eid: bytes.Clone(it.ElementID), version: it.Version, payload: bytes.Clone(it.Payload), key: probe.key,
@@ -295,7 +292,7 @@ func (s *Store) run(ctx context.Context, p *plan) ([]*hit, error) {
 				}
 			}
 			sc := tsdb.Scan{Name: p.name, Begin: p.begin, End: p.end, SeriesKey: p.series}
-			if err := s.readSegment(ctx, db, seg, sc, p.terms, &p.read, visit); err != nil {
+			if err := s.readSegment(ctx, db, seg, sc, p.terms, &p.stats, visit); err != nil {
 				return nil, err
 			}
 		}

@@ -52,7 +52,7 @@ func (s *Store) queryStream(ctx context.Context, q *clusterv1.StreamQuery, force
 // the range (no entity seek, no index), stats receives what it read.
 type queryOpts struct {
 	forceScan bool
-	stats     *readStats
+	stats     *scanStats
 }
 
 func (s *Store) doQueryStream(ctx context.Context, q *clusterv1.StreamQuery, o queryOpts) (*clusterv1.StreamQueryResult, error) {
@@ -60,6 +60,7 @@ func (s *Store) doQueryStream(ctx context.Context, q *clusterv1.StreamQuery, o q
 	if req == nil || def == nil {
 		return nil, fmt.Errorf("%w: stream query needs a request and a schema", errInvalidQuery)
 	}
+	start := time.Now()
 	p := &plan{kind: tsdb.KindStream}
 	if err := p.common(req.GetGroups(), req.GetName(), req.GetTimeRange(), req.GetOrderBy(),
 		req.GetOffset(), req.GetLimit(), schema.DefaultStreamLimit); err != nil {
@@ -84,7 +85,7 @@ func (s *Store) doQueryStream(ctx context.Context, q *clusterv1.StreamQuery, o q
 	}
 	hits, err := s.run(ctx, p)
 	if o.stats != nil {
-		*o.stats = p.read
+		*o.stats = p.stats
 	}
 	if err != nil {
 		return nil, err
@@ -110,6 +111,7 @@ func (s *Store) doQueryStream(ctx context.Context, q *clusterv1.StreamQuery, o q
 			res.OrderKeys = append(res.OrderKeys, orNull(h.key))
 		}
 	}
+	res.Trace = stageTrace(req.GetTrace(), "data node: scan stream", start, p.stats, len(res.Elements))
 	return res, nil
 }
 
@@ -140,6 +142,7 @@ func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, o
 	case req.GetTop() != nil:
 		return nil, fmt.Errorf("%w: measure top-N", ErrUnimplemented)
 	}
+	start := time.Now()
 	p := &plan{kind: tsdb.KindMeasure}
 	if err := p.common(req.GetGroups(), req.GetName(), req.GetTimeRange(), req.GetOrderBy(),
 		req.GetOffset(), req.GetLimit(), schema.DefaultMeasureLimit); err != nil {
@@ -164,7 +167,7 @@ func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, o
 	}
 	hits, err := s.run(ctx, p)
 	if o.stats != nil {
-		*o.stats = p.read
+		*o.stats = p.stats
 	}
 	if err != nil {
 		return nil, err
@@ -177,6 +180,7 @@ func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, o
 		}
 		resp.DataPoints = append(resp.DataPoints, out.point(&dp, h.ts, h.hash, h.version))
 	}
+	resp.Trace = stageTrace(req.GetTrace(), "data node: scan measure", start, p.stats, len(resp.DataPoints))
 	return resp, nil
 }
 

@@ -122,13 +122,28 @@ func (p projection) project(tfs []*modelv1.TagFamilyForWrite) []*modelv1.TagFami
 	for i, f := range p.families {
 		tags := make([]*modelv1.Tag, len(f.tags))
 		for j, r := range f.tags {
-			v := lookup(tfs, r)
-			if v == nil {
-				v = nullTag()
-			}
-			tags[j] = &modelv1.Tag{Key: r.name, Value: v}
+			tags[j] = &modelv1.Tag{Key: r.name, Value: answered(lookup(tfs, r))}
 		}
 		out[i] = &modelv1.TagFamily{Name: f.name, Tags: tags}
 	}
 	return out
+}
+
+// answered is a stored tag value as a query answers it: null when the
+// write had none, and, as BanyanDB reads them back, for an empty string
+// or empty binary data (BanyanDB stores no bytes for them).
+func answered(v *modelv1.TagValue) *modelv1.TagValue {
+	switch x := v.GetValue().(type) {
+	case nil:
+		return nullTag()
+	case *modelv1.TagValue_Str:
+		if x.Str.GetValue() == "" {
+			return nullTag()
+		}
+	case *modelv1.TagValue_BinaryData:
+		if len(x.BinaryData) == 0 {
+			return nullTag()
+		}
+	}
+	return v
 }

@@ -132,10 +132,10 @@ func (s *Store) ReadTotals() ReadTotals {
 	return ReadTotals{Segments: s.reads.segments.Load(), IndexedSegments: s.reads.indexed.Load(), Records: s.reads.records.Load()}
 }
 
-func (s *Store) countReads(r readStats) {
+func (s *Store) countReads(r scanStats) {
 	s.reads.segments.Add(int64(r.segments))
 	s.reads.indexed.Add(int64(r.indexed))
-	s.reads.records.Add(int64(r.records))
+	s.reads.records.Add(int64(r.scanned))
 }
 
 // HolderRecorder records that this node holds data of a group's shard, so

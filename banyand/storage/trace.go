@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -99,17 +100,26 @@ func (s *Store) queryTraces(ctx context.Context, q *clusterv1.TraceQuery) (*clus
 	if err != nil {
 		return nil, err
 	}
+	start, st := time.Now(), scanStats{}
+	defer func() { s.countReads(st) }()
+	var res *clusterv1.TraceQueryResult
 	if len(q.GetTraceIds()) > 0 {
-		return s.traceSpans(ctx, db, req.GetGroups(), req.GetName(), req.GetTagProjection(), ts, q.GetTraceIds())
+		res, err = s.traceSpans(ctx, db, req.GetGroups(), req.GetName(), req.GetTagProjection(), ts, q.GetTraceIds(), &st)
+		if err == nil {
+			res.Trace = stageTrace(req.GetTrace(), "data node: read the spans of the traces", start, st, len(res.GetSpans()))
+		}
+		return res, err
 	}
-	var read readStats
-	defer func() { s.countReads(read) }()
-	return s.selectTraces(ctx, db, q, ts, &read)
+	res, err = s.selectTraces(ctx, db, q, ts, &st)
+	if err == nil {
+		res.Trace = stageTrace(req.GetTrace(), "data node: select traces", start, st, len(res.GetTraces()))
+	}
+	return res, err
 }
 
 // traceSpans is the second phase: every span of ids.
 func (s *Store) traceSpans(ctx context.Context, db *tsdb.DB, groups []string, name string, projection []string,
-	ts *traceSchema, ids []string,
+	ts *traceSchema, ids []string, st *scanStats,
 ) (*clusterv1.TraceQueryResult, error) {
 	proj := make([]tagRef, len(projection))
 	for i, p := range projection {
@@ -129,8 +139,11 @@ func (s *Store) traceSpans(ctx context.Context, db *tsdb.DB, groups []string, na
 				return nil, fmt.Errorf("%w: trace id %q: %w", errInvalidQuery, id, err)
 			}
 			for _, seg := range segs {
+				st.segments++
 				sc := tsdb.Scan{Name: name, Begin: math.MinInt64, End: math.MaxInt64, SeriesKey: key}
 				err := db.ScanSegment(ctx, seg, sc, func(it *tsdb.Item) error {
+					st.scanned++
+					st.matched++
 					if size += len(it.Payload); size > schema.MaxTraceReplyBytes {
 						return fmt.Errorf("%w: the spans of the traces asked for are over %d bytes", queue.ErrResourceExhausted, schema.MaxTraceReplyBytes)
 					}
@@ -143,11 +156,7 @@ func (s *Store) traceSpans(ctx context.Context, db *tsdb.DB, groups []string, na
 						TraceId: id, SpanId: string(it.ElementID), Timestamp: it.Timestamp, Version: it.Version, Span: sv.GetSpan(),
 					}
 					for _, r := range proj {
-						v := lookup(fams, r)
-						if v == nil {
-							v = nullTag()
-						}
-						span.Tags = append(span.Tags, &modelv1.Tag{Key: r.name, Value: v})
+						span.Tags = append(span.Tags, &modelv1.Tag{Key: r.name, Value: answered(lookup(fams, r))})
 					}
 					res.Spans = append(res.Spans, span)
 					return nil
@@ -162,8 +171,10 @@ func (s *Store) traceSpans(ctx context.Context, db *tsdb.DB, groups []string, na
 }
 
 // selectTraces is the first phase: the first offset+limit traces with a
-// matching span, by order key. stats receives what it read.
-func (s *Store) selectTraces(ctx context.Context, db *tsdb.DB, q *clusterv1.TraceQuery, ts *traceSchema, stats *readStats) (*clusterv1.TraceQueryResult, error) {
+// matching span, by order key.
+func (s *Store) selectTraces(ctx context.Context, db *tsdb.DB, q *clusterv1.TraceQuery, ts *traceSchema,
+	st *scanStats,
+) (*clusterv1.TraceQueryResult, error) {
 	req := q.GetRequest()
 	if err := schema.CheckQueryWindow(req.GetOffset(), req.GetLimit()); err != nil {
 		return nil, fmt.Errorf("%w: %w", errInvalidQuery, err)
@@ -231,7 +242,7 @@ func (s *Store) selectTraces(ctx context.Context, db *tsdb.DB, q *clusterv1.Trac
 				break
 			}
 			sc := tsdb.Scan{Name: req.GetName(), Begin: begin, End: end, SeriesKey: series}
-			err := s.readSegment(ctx, db, seg, sc, terms, stats, func(it *tsdb.Item) error {
+			err := s.readSegment(ctx, db, seg, sc, terms, st, func(it *tsdb.Item) error {
 				if w, ok := worst(); ok && !desc && it.Timestamp > w {
 					return errTraceScanDone
 				}
@@ -243,6 +254,7 @@ func (s *Store) selectTraces(ctx context.Context, db *tsdb.DB, q *clusterv1.Trac
 				if crit.match != nil && !crit.match(fams) {
 					return nil
 				}
+				st.matched++
 				top.offer(traceCandidate(ts.idOf(fams), lookup(fams, order)))
 				return nil
 			})

@@ -10,10 +10,11 @@
 package v1
 
 import (
+	v14 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	v12 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	v11 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	v13 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
-	v14 "github.com/banyand-io/banyand/api/proto/banyandb/property/v1"
+	v15 "github.com/banyand-io/banyand/api/proto/banyandb/property/v1"
 	v1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -387,7 +388,11 @@ type StreamQueryResult struct {
 	Versions   []int64                `protobuf:"varint,3,rep,packed,name=versions,proto3" json:"versions,omitempty"`
 	// order_keys holds each element's order_tag value when the query set
 	// one, so that the liaison merges the nodes' answers in that order.
-	OrderKeys     []*v13.TagValue `protobuf:"bytes,4,rep,name=order_keys,json=orderKeys,proto3" json:"order_keys,omitempty"`
+	OrderKeys []*v13.TagValue `protobuf:"bytes,4,rep,name=order_keys,json=orderKeys,proto3" json:"order_keys,omitempty"`
+	// trace holds the node's own stages (its scan: segments read, records
+	// scanned and matched, results sent) when the request asked trace =
+	// true; the liaison attaches it under its span for this node.
+	Trace         *v14.Trace `protobuf:"bytes,30,opt,name=trace,proto3" json:"trace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -450,8 +455,16 @@ func (x *StreamQueryResult) GetOrderKeys() []*v13.TagValue {
 	return nil
 }
 
+func (x *StreamQueryResult) GetTrace() *v14.Trace {
+	if x != nil {
+		return x.Trace
+	}
+	return nil
+}
+
 // MeasureQuery is StreamQuery for measures, topic "measure-query"; the reply
-// is a banyandb.measure.v1.QueryResponse.
+// is a banyandb.measure.v1.QueryResponse (its trace holds the node's stages,
+// as StreamQueryResult.trace).
 type MeasureQuery struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Request *v11.QueryRequest      `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
@@ -783,8 +796,8 @@ type PropertyWrite struct {
 	state     protoimpl.MessageState    `protogen:"open.v1"`
 	ShardId   uint32                    `protobuf:"varint,1,opt,name=shard_id,json=shardId,proto3" json:"shard_id,omitempty"`
 	SeriesKey []byte                    `protobuf:"bytes,2,opt,name=series_key,json=seriesKey,proto3" json:"series_key,omitempty"`
-	Property  *v14.Property             `protobuf:"bytes,3,opt,name=property,proto3" json:"property,omitempty"`
-	Strategy  v14.ApplyRequest_Strategy `protobuf:"varint,4,opt,name=strategy,proto3,enum=banyandb.property.v1.ApplyRequest_Strategy" json:"strategy,omitempty"`
+	Property  *v15.Property             `protobuf:"bytes,3,opt,name=property,proto3" json:"property,omitempty"`
+	Strategy  v15.ApplyRequest_Strategy `protobuf:"varint,4,opt,name=strategy,proto3,enum=banyandb.property.v1.ApplyRequest_Strategy" json:"strategy,omitempty"`
 	Delete    bool                      `protobuf:"varint,5,opt,name=delete,proto3" json:"delete,omitempty"`
 	// base is the record the liaison read before it stamped the revision
 	// (unset: none): a node that lacks it (a copy re-placed on a node that
@@ -839,18 +852,18 @@ func (x *PropertyWrite) GetSeriesKey() []byte {
 	return nil
 }
 
-func (x *PropertyWrite) GetProperty() *v14.Property {
+func (x *PropertyWrite) GetProperty() *v15.Property {
 	if x != nil {
 		return x.Property
 	}
 	return nil
 }
 
-func (x *PropertyWrite) GetStrategy() v14.ApplyRequest_Strategy {
+func (x *PropertyWrite) GetStrategy() v15.ApplyRequest_Strategy {
 	if x != nil {
 		return x.Strategy
 	}
-	return v14.ApplyRequest_Strategy(0)
+	return v15.ApplyRequest_Strategy(0)
 }
 
 func (x *PropertyWrite) GetDelete() bool {
@@ -871,7 +884,7 @@ func (x *PropertyWrite) GetBase() *StoredProperty {
 // revision, or the tombstone that deleted it.
 type StoredProperty struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Property      *v14.Property          `protobuf:"bytes,1,opt,name=property,proto3" json:"property,omitempty"`
+	Property      *v15.Property          `protobuf:"bytes,1,opt,name=property,proto3" json:"property,omitempty"`
 	Deleted       bool                   `protobuf:"varint,2,opt,name=deleted,proto3" json:"deleted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -907,7 +920,7 @@ func (*StoredProperty) Descriptor() ([]byte, []int) {
 	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{10}
 }
 
-func (x *StoredProperty) GetProperty() *v14.Property {
+func (x *StoredProperty) GetProperty() *v15.Property {
 	if x != nil {
 		return x.Property
 	}
@@ -926,7 +939,7 @@ func (x *StoredProperty) GetDeleted() bool {
 // reads (one when it names one).
 type PropertyQuery struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Request       *v14.QueryRequest      `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
+	Request       *v15.QueryRequest      `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
 	Schemas       []*v12.Property        `protobuf:"bytes,2,rep,name=schemas,proto3" json:"schemas,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -962,7 +975,7 @@ func (*PropertyQuery) Descriptor() ([]byte, []int) {
 	return file_banyandb_cluster_v1_data_proto_rawDescGZIP(), []int{11}
 }
 
-func (x *PropertyQuery) GetRequest() *v14.QueryRequest {
+func (x *PropertyQuery) GetRequest() *v15.QueryRequest {
 	if x != nil {
 		return x.Request
 	}
@@ -980,8 +993,10 @@ func (x *PropertyQuery) GetSchemas() []*v12.Property {
 // and every tombstone the scan met, so that the liaison can tell a
 // deleted property from a stale copy on another node.
 type PropertyQueryResult struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Properties    []*StoredProperty      `protobuf:"bytes,1,rep,name=properties,proto3" json:"properties,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Properties []*StoredProperty      `protobuf:"bytes,1,rep,name=properties,proto3" json:"properties,omitempty"`
+	// trace is StreamQueryResult.trace for property queries.
+	Trace         *v14.Trace `protobuf:"bytes,30,opt,name=trace,proto3" json:"trace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1023,11 +1038,18 @@ func (x *PropertyQueryResult) GetProperties() []*StoredProperty {
 	return nil
 }
 
+func (x *PropertyQueryResult) GetTrace() *v14.Trace {
+	if x != nil {
+		return x.Trace
+	}
+	return nil
+}
+
 var File_banyandb_cluster_v1_data_proto protoreflect.FileDescriptor
 
 const file_banyandb_cluster_v1_data_proto_rawDesc = "" +
 	"\n" +
-	"\x1ebanyandb/cluster/v1/data.proto\x12\x13banyandb.cluster.v1\x1a!banyandb/database/v1/schema.proto\x1a\x1fbanyandb/measure/v1/query.proto\x1a\x1fbanyandb/measure/v1/write.proto\x1a\x1ebanyandb/model/v1/common.proto\x1a#banyandb/property/v1/property.proto\x1a\x1ebanyandb/property/v1/rpc.proto\x1a\x1ebanyandb/stream/v1/query.proto\x1a\x1ebanyandb/stream/v1/write.proto\"\x96\x02\n" +
+	"\x1ebanyandb/cluster/v1/data.proto\x12\x13banyandb.cluster.v1\x1a\x1ebanyandb/common/v1/trace.proto\x1a!banyandb/database/v1/schema.proto\x1a\x1fbanyandb/measure/v1/query.proto\x1a\x1fbanyandb/measure/v1/write.proto\x1a\x1ebanyandb/model/v1/common.proto\x1a#banyandb/property/v1/property.proto\x1a\x1ebanyandb/property/v1/rpc.proto\x1a\x1ebanyandb/stream/v1/query.proto\x1a\x1ebanyandb/stream/v1/write.proto\"\x96\x02\n" +
 	"\vStreamWrite\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x19\n" +
@@ -1058,14 +1080,15 @@ const file_banyandb_cluster_v1_data_proto_rawDesc = "" +
 	"\vStreamQuery\x12:\n" +
 	"\arequest\x18\x01 \x01(\v2 .banyandb.stream.v1.QueryRequestR\arequest\x124\n" +
 	"\x06schema\x18\x02 \x01(\v2\x1c.banyandb.database.v1.StreamR\x06schema\x12\x1b\n" +
-	"\torder_tag\x18\x03 \x01(\tR\borderTag\"\xc5\x01\n" +
+	"\torder_tag\x18\x03 \x01(\tR\borderTag\"\xf6\x01\n" +
 	"\x11StreamQueryResult\x127\n" +
 	"\belements\x18\x01 \x03(\v2\x1b.banyandb.stream.v1.ElementR\belements\x12\x1f\n" +
 	"\vseries_keys\x18\x02 \x03(\fR\n" +
 	"seriesKeys\x12\x1a\n" +
 	"\bversions\x18\x03 \x03(\x03R\bversions\x12:\n" +
 	"\n" +
-	"order_keys\x18\x04 \x03(\v2\x1b.banyandb.model.v1.TagValueR\torderKeys\"\xe2\x01\n" +
+	"order_keys\x18\x04 \x03(\v2\x1b.banyandb.model.v1.TagValueR\torderKeys\x12/\n" +
+	"\x05trace\x18\x1e \x01(\v2\x19.banyandb.common.v1.TraceR\x05trace\"\xe2\x01\n" +
 	"\fMeasureQuery\x12;\n" +
 	"\arequest\x18\x01 \x01(\v2!.banyandb.measure.v1.QueryRequestR\arequest\x125\n" +
 	"\x06schema\x18\x02 \x01(\v2\x1d.banyandb.database.v1.MeasureR\x06schema\x12\x1b\n" +
@@ -1104,11 +1127,12 @@ const file_banyandb_cluster_v1_data_proto_rawDesc = "" +
 	"\adeleted\x18\x02 \x01(\bR\adeleted\"\x87\x01\n" +
 	"\rPropertyQuery\x12<\n" +
 	"\arequest\x18\x01 \x01(\v2\".banyandb.property.v1.QueryRequestR\arequest\x128\n" +
-	"\aschemas\x18\x02 \x03(\v2\x1e.banyandb.database.v1.PropertyR\aschemas\"Z\n" +
+	"\aschemas\x18\x02 \x03(\v2\x1e.banyandb.database.v1.PropertyR\aschemas\"\x8b\x01\n" +
 	"\x13PropertyQueryResult\x12C\n" +
 	"\n" +
 	"properties\x18\x01 \x03(\v2#.banyandb.cluster.v1.StoredPropertyR\n" +
-	"propertiesB=Z;github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1b\x06proto3"
+	"properties\x12/\n" +
+	"\x05trace\x18\x1e \x01(\v2\x19.banyandb.common.v1.TraceR\x05traceB=Z;github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1b\x06proto3"
 
 var (
 	file_banyandb_cluster_v1_data_proto_rawDescOnce sync.Once
@@ -1143,13 +1167,14 @@ var file_banyandb_cluster_v1_data_proto_goTypes = []any{
 	(*v12.Stream)(nil),             // 16: banyandb.database.v1.Stream
 	(*v1.Element)(nil),             // 17: banyandb.stream.v1.Element
 	(*v13.TagValue)(nil),           // 18: banyandb.model.v1.TagValue
-	(*v11.QueryRequest)(nil),       // 19: banyandb.measure.v1.QueryRequest
-	(*v12.Measure)(nil),            // 20: banyandb.database.v1.Measure
-	(*v11.DataPoint)(nil),          // 21: banyandb.measure.v1.DataPoint
-	(*v14.Property)(nil),           // 22: banyandb.property.v1.Property
-	(v14.ApplyRequest_Strategy)(0), // 23: banyandb.property.v1.ApplyRequest.Strategy
-	(*v14.QueryRequest)(nil),       // 24: banyandb.property.v1.QueryRequest
-	(*v12.Property)(nil),           // 25: banyandb.database.v1.Property
+	(*v14.Trace)(nil),              // 19: banyandb.common.v1.Trace
+	(*v11.QueryRequest)(nil),       // 20: banyandb.measure.v1.QueryRequest
+	(*v12.Measure)(nil),            // 21: banyandb.database.v1.Measure
+	(*v11.DataPoint)(nil),          // 22: banyandb.measure.v1.DataPoint
+	(*v15.Property)(nil),           // 23: banyandb.property.v1.Property
+	(v15.ApplyRequest_Strategy)(0), // 24: banyandb.property.v1.ApplyRequest.Strategy
+	(*v15.QueryRequest)(nil),       // 25: banyandb.property.v1.QueryRequest
+	(*v12.Property)(nil),           // 26: banyandb.database.v1.Property
 }
 var file_banyandb_cluster_v1_data_proto_depIdxs = []int32{
 	13, // 0: banyandb.cluster.v1.StreamWrite.element:type_name -> banyandb.stream.v1.ElementValue
@@ -1158,23 +1183,25 @@ var file_banyandb_cluster_v1_data_proto_depIdxs = []int32{
 	16, // 3: banyandb.cluster.v1.StreamQuery.schema:type_name -> banyandb.database.v1.Stream
 	17, // 4: banyandb.cluster.v1.StreamQueryResult.elements:type_name -> banyandb.stream.v1.Element
 	18, // 5: banyandb.cluster.v1.StreamQueryResult.order_keys:type_name -> banyandb.model.v1.TagValue
-	19, // 6: banyandb.cluster.v1.MeasureQuery.request:type_name -> banyandb.measure.v1.QueryRequest
-	20, // 7: banyandb.cluster.v1.MeasureQuery.schema:type_name -> banyandb.database.v1.Measure
-	6,  // 8: banyandb.cluster.v1.MeasureQuery.partial:type_name -> banyandb.cluster.v1.MeasurePartialPlan
-	8,  // 9: banyandb.cluster.v1.MeasurePartials.groups:type_name -> banyandb.cluster.v1.MeasurePartial
-	21, // 10: banyandb.cluster.v1.MeasurePartial.first:type_name -> banyandb.measure.v1.DataPoint
-	22, // 11: banyandb.cluster.v1.PropertyWrite.property:type_name -> banyandb.property.v1.Property
-	23, // 12: banyandb.cluster.v1.PropertyWrite.strategy:type_name -> banyandb.property.v1.ApplyRequest.Strategy
-	10, // 13: banyandb.cluster.v1.PropertyWrite.base:type_name -> banyandb.cluster.v1.StoredProperty
-	22, // 14: banyandb.cluster.v1.StoredProperty.property:type_name -> banyandb.property.v1.Property
-	24, // 15: banyandb.cluster.v1.PropertyQuery.request:type_name -> banyandb.property.v1.QueryRequest
-	25, // 16: banyandb.cluster.v1.PropertyQuery.schemas:type_name -> banyandb.database.v1.Property
-	10, // 17: banyandb.cluster.v1.PropertyQueryResult.properties:type_name -> banyandb.cluster.v1.StoredProperty
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	19, // 6: banyandb.cluster.v1.StreamQueryResult.trace:type_name -> banyandb.common.v1.Trace
+	20, // 7: banyandb.cluster.v1.MeasureQuery.request:type_name -> banyandb.measure.v1.QueryRequest
+	21, // 8: banyandb.cluster.v1.MeasureQuery.schema:type_name -> banyandb.database.v1.Measure
+	6,  // 9: banyandb.cluster.v1.MeasureQuery.partial:type_name -> banyandb.cluster.v1.MeasurePartialPlan
+	8,  // 10: banyandb.cluster.v1.MeasurePartials.groups:type_name -> banyandb.cluster.v1.MeasurePartial
+	22, // 11: banyandb.cluster.v1.MeasurePartial.first:type_name -> banyandb.measure.v1.DataPoint
+	23, // 12: banyandb.cluster.v1.PropertyWrite.property:type_name -> banyandb.property.v1.Property
+	24, // 13: banyandb.cluster.v1.PropertyWrite.strategy:type_name -> banyandb.property.v1.ApplyRequest.Strategy
+	10, // 14: banyandb.cluster.v1.PropertyWrite.base:type_name -> banyandb.cluster.v1.StoredProperty
+	23, // 15: banyandb.cluster.v1.StoredProperty.property:type_name -> banyandb.property.v1.Property
+	25, // 16: banyandb.cluster.v1.PropertyQuery.request:type_name -> banyandb.property.v1.QueryRequest
+	26, // 17: banyandb.cluster.v1.PropertyQuery.schemas:type_name -> banyandb.database.v1.Property
+	10, // 18: banyandb.cluster.v1.PropertyQueryResult.properties:type_name -> banyandb.cluster.v1.StoredProperty
+	19, // 19: banyandb.cluster.v1.PropertyQueryResult.trace:type_name -> banyandb.common.v1.Trace
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_banyandb_cluster_v1_data_proto_init() }

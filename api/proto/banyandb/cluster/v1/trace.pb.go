@@ -10,6 +10,7 @@
 package v1
 
 import (
+	v13 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	v12 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	v1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	v11 "github.com/banyand-io/banyand/api/proto/banyandb/trace/v1"
@@ -429,9 +430,11 @@ func (x *StoredSpan) GetSpan() []byte {
 // TraceQueryResult answers a TraceQuery: traces (first phase) or spans
 // (second phase).
 type TraceQueryResult struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Traces        []*TraceKey            `protobuf:"bytes,1,rep,name=traces,proto3" json:"traces,omitempty"`
-	Spans         []*StoredSpan          `protobuf:"bytes,2,rep,name=spans,proto3" json:"spans,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Traces []*TraceKey            `protobuf:"bytes,1,rep,name=traces,proto3" json:"traces,omitempty"`
+	Spans  []*StoredSpan          `protobuf:"bytes,2,rep,name=spans,proto3" json:"spans,omitempty"`
+	// trace is StreamQueryResult.trace for trace queries.
+	Trace         *v13.Trace `protobuf:"bytes,30,opt,name=trace,proto3" json:"trace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -480,11 +483,18 @@ func (x *TraceQueryResult) GetSpans() []*StoredSpan {
 	return nil
 }
 
+func (x *TraceQueryResult) GetTrace() *v13.Trace {
+	if x != nil {
+		return x.Trace
+	}
+	return nil
+}
+
 var File_banyandb_cluster_v1_trace_proto protoreflect.FileDescriptor
 
 const file_banyandb_cluster_v1_trace_proto_rawDesc = "" +
 	"\n" +
-	"\x1fbanyandb/cluster/v1/trace.proto\x12\x13banyandb.cluster.v1\x1a!banyandb/database/v1/schema.proto\x1a\x1ebanyandb/model/v1/common.proto\x1a\x1dbanyandb/model/v1/query.proto\x1a\x1dbanyandb/trace/v1/query.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xac\x01\n" +
+	"\x1fbanyandb/cluster/v1/trace.proto\x12\x13banyandb.cluster.v1\x1a\x1ebanyandb/common/v1/trace.proto\x1a!banyandb/database/v1/schema.proto\x1a\x1ebanyandb/model/v1/common.proto\x1a\x1dbanyandb/model/v1/query.proto\x1a\x1dbanyandb/trace/v1/query.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xac\x01\n" +
 	"\tSpanValue\x12\x17\n" +
 	"\aspan_id\x18\x01 \x01(\tR\x06spanId\x128\n" +
 	"\ttimestamp\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp\x128\n" +
@@ -519,10 +529,11 @@ const file_banyandb_cluster_v1_trace_proto_rawDesc = "" +
 	"\ttimestamp\x18\x03 \x01(\x03R\ttimestamp\x12\x18\n" +
 	"\aversion\x18\x04 \x01(\x03R\aversion\x12*\n" +
 	"\x04tags\x18\x05 \x03(\v2\x16.banyandb.model.v1.TagR\x04tags\x12\x12\n" +
-	"\x04span\x18\x06 \x01(\fR\x04span\"\x80\x01\n" +
+	"\x04span\x18\x06 \x01(\fR\x04span\"\xb1\x01\n" +
 	"\x10TraceQueryResult\x125\n" +
 	"\x06traces\x18\x01 \x03(\v2\x1d.banyandb.cluster.v1.TraceKeyR\x06traces\x125\n" +
-	"\x05spans\x18\x02 \x03(\v2\x1f.banyandb.cluster.v1.StoredSpanR\x05spansB=Z;github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1b\x06proto3"
+	"\x05spans\x18\x02 \x03(\v2\x1f.banyandb.cluster.v1.StoredSpanR\x05spans\x12/\n" +
+	"\x05trace\x18\x1e \x01(\v2\x19.banyandb.common.v1.TraceR\x05traceB=Z;github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1b\x06proto3"
 
 var (
 	file_banyandb_cluster_v1_trace_proto_rawDescOnce sync.Once
@@ -549,6 +560,7 @@ var file_banyandb_cluster_v1_trace_proto_goTypes = []any{
 	(*v11.QueryRequest)(nil),      // 8: banyandb.trace.v1.QueryRequest
 	(*v12.Trace)(nil),             // 9: banyandb.database.v1.Trace
 	(*v1.Tag)(nil),                // 10: banyandb.model.v1.Tag
+	(*v13.Trace)(nil),             // 11: banyandb.common.v1.Trace
 }
 var file_banyandb_cluster_v1_trace_proto_depIdxs = []int32{
 	6,  // 0: banyandb.cluster.v1.SpanValue.timestamp:type_name -> google.protobuf.Timestamp
@@ -559,11 +571,12 @@ var file_banyandb_cluster_v1_trace_proto_depIdxs = []int32{
 	10, // 5: banyandb.cluster.v1.StoredSpan.tags:type_name -> banyandb.model.v1.Tag
 	3,  // 6: banyandb.cluster.v1.TraceQueryResult.traces:type_name -> banyandb.cluster.v1.TraceKey
 	4,  // 7: banyandb.cluster.v1.TraceQueryResult.spans:type_name -> banyandb.cluster.v1.StoredSpan
-	8,  // [8:8] is the sub-list for method output_type
-	8,  // [8:8] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	11, // 8: banyandb.cluster.v1.TraceQueryResult.trace:type_name -> banyandb.common.v1.Trace
+	9,  // [9:9] is the sub-list for method output_type
+	9,  // [9:9] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_banyandb_cluster_v1_trace_proto_init() }
