@@ -22,7 +22,9 @@
 # STORE_FLAGS="--write-log-gather 0" to compare a setting. KINDS runs
 # several kinds side by side against the same servers, alternating within
 # each run, e.g. KINDS="stream trace" (each run writes --kind stream, then
-# --kind trace); the summary is per kind.
+# --kind trace); the summary is per kind. SERVER_BIN runs another banyand
+# binary as the servers (bin/banyand stays the load tool), e.g. one built
+# from another commit, so two commits are compared with the same client.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,6 +44,7 @@ fi
 RUNS=${RUNS:-3}
 
 go build -o bin/banyand ./cmd/banyand
+server=${SERVER_BIN:-bin/banyand}
 [[ $mode == sink ]] && go build -o bin/writesink ./cmd/writesink
 work=$(mktemp -d)
 pids=()
@@ -84,7 +87,7 @@ if [[ $mode == sink ]]; then
 elif [[ $mode == standalone ]]; then
   http=127.0.0.1:$(free_port)
   # shellcheck disable=SC2086 # STORE_FLAGS is a list of flags
-  start standalone bin/banyand standalone ${STORE_FLAGS:-} --grpc-addr "$client" --http-addr "$http" --pprof --data-path "$work/standalone"
+  start standalone "$server" standalone ${STORE_FLAGS:-} --grpc-addr "$client" --http-addr "$http" --pprof --data-path "$work/standalone"
   wait_ready "$http"
   metrics+=("http://$http/metrics")
 else
@@ -95,13 +98,13 @@ else
   for i in 0 1; do
     http=127.0.0.1:$(free_port)
     # shellcheck disable=SC2086
-    start "storage-$i" bin/banyand storage ${STORE_FLAGS:-} --node-name "data-$i" --grpc-addr "127.0.0.1:$(free_port)" \
+    start "storage-$i" "$server" storage ${STORE_FLAGS:-} --node-name "data-$i" --grpc-addr "127.0.0.1:$(free_port)" \
       --http-addr "$http" --pprof --data-path "$work/storage-$i" --etcd-endpoints "$etcd_client"
     wait_ready "$http"
     metrics+=("http://$http/metrics")
   done
   http=127.0.0.1:$(free_port)
-  start liaison bin/banyand liaison --grpc-addr "$client" --http-addr "$http" --pprof --etcd-endpoints "$etcd_client"
+  start liaison "$server" liaison --grpc-addr "$client" --http-addr "$http" --pprof --etcd-endpoints "$etcd_client"
   wait_ready "$http"
   metrics+=("http://$http/metrics")
 fi
@@ -127,7 +130,7 @@ done
 printf '%s\n' "${results[@]}" | jq -s -r --arg mode "$mode" '
   def stats(f; r): (map(f | r) | sort) as $v | "min \($v[0])  median \($v[(($v|length)-1)/2|floor])  max \($v[-1])";
   group_by(.kind)[] |
-  "\($mode), \(length) runs, \(.[0].kind), \(.[0].streams) streams, \(.[0].entities) entities, \(.[0].payload_bytes)-byte payload:",
+  "\($mode), \(length) runs, \(.[0].kind), \(.[0].shape) shape, \(.[0].streams) streams, \(.[0].entities) entities, \(.[0].payload_bytes)-byte payload:",
   "  acked writes/s  " + stats(.acked_per_sec; floor),
   "  p99 ack ms      " + stats(.ack_latency_ms.p99; . * 10 | round / 10),
   "  server cpu µs a write (all banyand processes, write phase) " + stats(.cpu[1:] | map(.us_per_write) | add; . * 10 | round / 10)'

@@ -99,7 +99,7 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Report, erro
 
 	rep := Report{
 		Target: target, Kind: cfg.Kind, Group: cfg.Group, Name: cfg.Name,
-		Streams: cfg.Streams, Entities: cfg.Entities, PayloadBytes: cfg.PayloadBytes, Rate: cfg.Rate, FlushSize: cfg.FlushSize,
+		Streams: cfg.Streams, Entities: cfg.Entities, Shape: cfg.Shape, PayloadBytes: cfg.PayloadBytes, Rate: cfg.Rate, FlushSize: cfg.FlushSize,
 		Errors: map[string]uint64{},
 	}
 	stopProfiles, err := cfg.Profiles.start()
@@ -158,6 +158,8 @@ func newMessages(cfg Config) (*messages, error) {
 		nonce:      float64(nonce.Int64()) + 0.5,
 		payload:    payload,
 		measure:    cfg.Kind == KindMeasure,
+		shape:      cfg.Shape,
+		data:       dataTags(cfg.Shape, payload),
 		spec:       cfg.FlushSize > 0,
 	}
 	if cfg.Kind == KindTrace {

@@ -62,11 +62,14 @@ type Config struct {
 	Cluster  bool
 	KeepData bool
 
-	Kind         string
-	Group        string
-	Name         string
-	Shards       int
-	Entities     int
+	Kind     string
+	Group    string
+	Name     string
+	Shards   int
+	Entities int
+	// Shape is the tags of stream elements and measure data points:
+	// ShapeRealistic or ShapeLight (shape.go).
+	Shape        string
 	PayloadBytes int
 	// SpansPerTrace is how many spans make a trace (--kind trace).
 	SpansPerTrace int
@@ -114,7 +117,9 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Name, "name", "", "stream or measure to write to (created if missing; default bench_<kind>)")
 	fs.IntVar(&c.Shards, "shards", DefaultShards, "shard_num of the group when the tool creates it")
 	fs.IntVar(&c.Entities, "entities", DefaultEntities, "distinct entities (service, instance) the messages are spread over")
-	fs.IntVar(&c.PayloadBytes, "payload-bytes", DefaultPayloadBytes, "size of each message's binary payload tag (a span's bytes with --kind trace)")
+	fs.StringVar(&c.Shape, "shape", ShapeRealistic, "tags of stream elements and measure data points: realistic (seven of mixed types: service, instance and endpoint; "+
+		"a --payload-bytes string, a string array, an int array and a 16-byte binary) or light (service, instance and a --payload-bytes binary); traces ignore it")
+	fs.IntVar(&c.PayloadBytes, "payload-bytes", DefaultPayloadBytes, "size of each message's payload: the realistic shape's message string, the light shape's binary tag, a span's bytes with --kind trace")
 	fs.IntVar(&c.SpansPerTrace, "spans-per-trace", DefaultSpansPerTrace, "with --kind trace: spans of one trace (consecutive spans of one service instance)")
 	fs.BoolVar(&c.CreateSchema, "create-schema", true, "check the group and stream/measure and create them if missing; false assumes they exist with the tool's schema")
 	fs.IntVar(&c.Streams, "streams", DefaultStreams, "concurrent client write streams; with --flush-size, concurrent writers, each writing its flushes one after another "+
@@ -166,6 +171,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Kind != KindStream && c.Kind != KindMeasure && c.Kind != KindTrace {
 		bad("--kind %q: want stream, measure or trace", c.Kind)
+	}
+	if c.Shape != ShapeRealistic && c.Shape != ShapeLight {
+		bad("--shape %q: want realistic or light", c.Shape)
 	}
 	if c.SpansPerTrace < 1 || c.SpansPerTrace > 10_000 {
 		bad("--spans-per-trace %d: want 1..10000", c.SpansPerTrace)
@@ -222,6 +230,9 @@ func (c Config) resolved() Config {
 	}
 	if c.Name == "" {
 		c.Name = "bench_" + c.Kind
+		if c.Shape == ShapeLight && c.Kind != KindTrace {
+			c.Name += "_light" // the shapes' schemas differ
+		}
 	}
 	if c.Count == 0 && c.Duration == 0 {
 		c.Count = DefaultCount

@@ -34,6 +34,7 @@ type Report struct {
 	Name         string  `json:"name"`
 	Streams      int     `json:"streams"`
 	Entities     int     `json:"entities"`
+	Shape        string  `json:"shape"`
 	PayloadBytes int     `json:"payload_bytes"`
 	Rate         float64 `json:"rate_limit"`
 	// FlushSize is --flush-size; StreamsOpened counts the write streams
@@ -126,7 +127,7 @@ func (r *Report) JSON() []byte {
 // String is the report for people.
 func (r *Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "target          %s (%s %s/%s, %d streams, %d entities, %d-byte payload", r.Target, r.Kind, r.Group, r.Name, r.Streams, r.Entities, r.PayloadBytes)
+	fmt.Fprintf(&b, "target          %s (%s %s/%s, %d streams, %d entities, %s shape, %d-byte payload", r.Target, r.Kind, r.Group, r.Name, r.Streams, r.Entities, r.Shape, r.PayloadBytes)
 	if r.Rate > 0 {
 		fmt.Fprintf(&b, ", rate limit %.0f/s", r.Rate)
 	}

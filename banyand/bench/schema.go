@@ -18,31 +18,26 @@ import (
 // The tool's schema. Writes list tag values by position, so an existing
 // stream or measure is used only if its tag families and fields are
 // exactly these.
-func entityFamily(name string) *databasev1.TagFamilySpec {
-	return &databasev1.TagFamilySpec{Name: name, Tags: []*databasev1.TagSpec{
-		{Name: tagService, Type: databasev1.TagType_TAG_TYPE_STRING},
-		{Name: tagInstance, Type: databasev1.TagType_TAG_TYPE_INT},
-	}}
+// shape is --shape (shape.go).
+func tagFamilies(entityFamily, shape string) []*databasev1.TagFamilySpec {
+	return []*databasev1.TagFamilySpec{
+		{Name: entityFamily, Tags: entityTagSpecs(shape)},
+		{Name: "data", Tags: dataTagSpecs(shape)},
+	}
 }
 
-func payloadFamily() *databasev1.TagFamilySpec {
-	return &databasev1.TagFamilySpec{Name: "data", Tags: []*databasev1.TagSpec{
-		{Name: tagPayload, Type: databasev1.TagType_TAG_TYPE_DATA_BINARY},
-	}}
-}
-
-func streamSchema(md *commonv1.Metadata) *databasev1.Stream {
+func streamSchema(md *commonv1.Metadata, shape string) *databasev1.Stream {
 	return &databasev1.Stream{
 		Metadata:    proto.CloneOf(md),
-		TagFamilies: []*databasev1.TagFamilySpec{entityFamily("searchable"), payloadFamily()},
+		TagFamilies: tagFamilies("searchable", shape),
 		Entity:      &databasev1.Entity{TagNames: []string{tagService, tagInstance}},
 	}
 }
 
-func measureSchema(md *commonv1.Metadata) *databasev1.Measure {
+func measureSchema(md *commonv1.Metadata, shape string) *databasev1.Measure {
 	return &databasev1.Measure{
 		Metadata:    proto.CloneOf(md),
-		TagFamilies: []*databasev1.TagFamilySpec{entityFamily("default"), payloadFamily()},
+		TagFamilies: tagFamilies("default", shape),
 		Fields: []*databasev1.FieldSpec{
 			{Name: fieldValue, FieldType: databasev1.FieldType_FIELD_TYPE_INT},
 			{Name: fieldScore, FieldType: databasev1.FieldType_FIELD_TYPE_FLOAT},
@@ -123,16 +118,16 @@ func ensureSchema(ctx context.Context, conn grpc.ClientConnInterface, cfg Config
 	}
 	switch cfg.Kind {
 	case KindStream:
-		return ensureStream(ctx, conn, md)
+		return ensureStream(ctx, conn, md, cfg.Shape)
 	case KindTrace:
 		return ensureTrace(ctx, conn, md)
 	}
-	return ensureMeasure(ctx, conn, md)
+	return ensureMeasure(ctx, conn, md, cfg.Shape)
 }
 
-func ensureStream(ctx context.Context, conn grpc.ClientConnInterface, md *commonv1.Metadata) error {
+func ensureStream(ctx context.Context, conn grpc.ClientConnInterface, md *commonv1.Metadata, shape string) error {
 	c := databasev1.NewStreamRegistryServiceClient(conn)
-	want := streamSchema(md)
+	want := streamSchema(md, shape)
 	got, err := c.Get(ctx, &databasev1.StreamRegistryServiceGetRequest{Metadata: md})
 	switch {
 	case isCode(err, codes.NotFound):
@@ -148,9 +143,9 @@ func ensureStream(ctx context.Context, conn grpc.ClientConnInterface, md *common
 	return nil
 }
 
-func ensureMeasure(ctx context.Context, conn grpc.ClientConnInterface, md *commonv1.Metadata) error {
+func ensureMeasure(ctx context.Context, conn grpc.ClientConnInterface, md *commonv1.Metadata, shape string) error {
 	c := databasev1.NewMeasureRegistryServiceClient(conn)
-	want := measureSchema(md)
+	want := measureSchema(md, shape)
 	got, err := c.Get(ctx, &databasev1.MeasureRegistryServiceGetRequest{Metadata: md})
 	switch {
 	case isCode(err, codes.NotFound):

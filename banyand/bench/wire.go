@@ -60,7 +60,7 @@ func (r *wireResponse) parse(data mem.BufferSlice, parse func([]byte, *wire.Writ
 // encoded holds the parts of a run's requests that never change, encoded.
 type encoded struct {
 	metadata []byte   // the Metadata, sent in the first request of a stream
-	payload  []byte   // the "data" tag family: the payload tag
+	data     []byte   // the "data" tag family, the same in every message
 	score    []byte   // measure: the score field, the run's nonce
 	entity   [][]byte // the "searchable" tag family of each entity; nil when not cached
 	// spec is the spec field(s) a flush's first request carries (field 4:
@@ -82,7 +82,7 @@ func (m *messages) encode() error {
 		return b
 	}
 	m.enc.metadata = marshal(m.md)
-	m.enc.payload = marshal(&modelv1.TagFamilyForWrite{Tags: []*modelv1.TagValue{{Value: &modelv1.TagValue_BinaryData{BinaryData: m.payload}}}})
+	m.enc.data = marshal(&modelv1.TagFamilyForWrite{Tags: m.inWrittenOrder(dataTagSpecs(m.shape), m.data)})
 	m.enc.score = marshal(&modelv1.FieldValue{Value: &modelv1.FieldValue_Float{Float: &modelv1.Float{Value: m.nonce}}})
 	if m.spec && m.spansPerTrace > 0 {
 		var names []string
@@ -137,7 +137,7 @@ func (m *messages) timestamp(b []byte, seq int64) []byte {
 // requests list their values in the same order.
 func (m *messages) encodeSpec(marshal func(protoapi.Message) []byte) []byte {
 	if m.measure {
-		schema := measureSchema(m.md)
+		schema := measureSchema(m.md, m.shape)
 		dps := &measurev1.DataPointSpec{FieldNames: sortedFields(schema.GetFields())}
 		for _, f := range sortedFamilies(schema.GetTagFamilies()) {
 			dps.TagFamilySpec = append(dps.TagFamilySpec, &measurev1.TagFamilySpec{Name: f.GetName(), TagNames: sortedTags(f)})
@@ -145,7 +145,7 @@ func (m *messages) encodeSpec(marshal func(protoapi.Message) []byte) []byte {
 		return appendField(nil, 4, marshal(dps))
 	}
 	var b []byte
-	for _, f := range sortedFamilies(streamSchema(m.md).GetTagFamilies()) {
+	for _, f := range sortedFamilies(streamSchema(m.md, m.shape).GetTagFamilies()) {
 		b = appendField(b, 4, marshal(&streamv1.TagFamilySpec{Name: f.GetName(), TagNames: sortedTags(f)}))
 	}
 	return b
@@ -206,7 +206,7 @@ func (m *messages) streamRequest(id uint64, seq int64, withMetadata bool) []byte
 	var tsBuf [24]byte
 	ts := m.timestamp(tsBuf[:0], seq)
 	fam := m.entityFamily(m.entity(seq))
-	size := sizeField(len(elID)) + sizeField(len(ts)) + sizeField(len(fam)) + sizeField(len(m.enc.payload))
+	size := sizeField(len(elID)) + sizeField(len(ts)) + sizeField(len(fam)) + sizeField(len(m.enc.data))
 	return m.writeRequest(id, withMetadata, size, func(b []byte) []byte {
 		b = appendField(b, 1, elID) // element_id
 		b = appendField(b, 2, ts)   // timestamp
@@ -226,7 +226,7 @@ func (m *messages) measureRequest(id uint64, seq int64, withMetadata bool) []byt
 		intMsg = protowire.AppendVarint(protowire.AppendTag(intMsg, 1, protowire.VarintType), uint64(seq))
 	}
 	value := appendField(valueBuf[:0], 3, intMsg) // FieldValue{int: ...}
-	size := sizeField(len(ts)) + sizeField(len(fam)) + sizeField(len(m.enc.payload)) + sizeField(len(value)) + sizeField(len(m.enc.score))
+	size := sizeField(len(ts)) + sizeField(len(fam)) + sizeField(len(m.enc.data)) + sizeField(len(value)) + sizeField(len(m.enc.score))
 	return m.writeRequest(id, withMetadata, size, func(b []byte) []byte {
 		b = appendField(b, 1, ts) // timestamp
 		b = m.families(b, 2, fam)
@@ -244,9 +244,9 @@ func (m *messages) measureRequest(id uint64, seq int64, withMetadata bool) []byt
 // the spec's.
 func (m *messages) families(b []byte, num protowire.Number, entity []byte) []byte {
 	if m.spec {
-		b = appendField(b, num, m.enc.payload)
+		b = appendField(b, num, m.enc.data)
 		return appendField(b, num, entity)
 	}
 	b = appendField(b, num, entity)
-	return appendField(b, num, m.enc.payload)
+	return appendField(b, num, m.enc.data)
 }

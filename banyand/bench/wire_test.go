@@ -19,10 +19,16 @@ import (
 	"github.com/banyand-io/banyand/pkg/wire"
 )
 
-// testMessages builds a run's messages; flushSize > 0 gives them the spec.
+// testMessages builds a run's messages of the light shape; flushSize > 0
+// gives them the spec.
 func testMessages(t *testing.T, kind string, entities int, flushSize int64) *messages {
 	t.Helper()
-	cfg := Config{Kind: kind, Group: "g", Name: "n", Entities: entities, PayloadBytes: 100, FlushSize: flushSize}
+	return shapedMessages(t, kind, ShapeLight, entities, flushSize)
+}
+
+func shapedMessages(t *testing.T, kind, shape string, entities int, flushSize int64) *messages {
+	t.Helper()
+	cfg := Config{Kind: kind, Shape: shape, Group: "g", Name: "n", Entities: entities, PayloadBytes: 100, FlushSize: flushSize}
 	m, err := newMessages(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -35,16 +41,67 @@ func refTimestamp(m *messages, seq int64) *timestamppb.Timestamp {
 	return &timestamppb.Timestamp{Seconds: ms / 1000, Nanos: int32(ms%1000) * 1e6}
 }
 
-// refFamilies are message seq's tag families in schema order or, with the
-// spec, in its alphabetical order: data{payload}, then the entity family
-// with instance before service.
-func refFamilies(m *messages, seq int64) []*modelv1.TagFamilyForWrite {
-	entity := m.entityTags(m.entity(seq))
-	payload := &modelv1.TagFamilyForWrite{Tags: []*modelv1.TagValue{{Value: &modelv1.TagValue_BinaryData{BinaryData: m.payload}}}}
-	if m.spec {
-		return []*modelv1.TagFamilyForWrite{payload, {Tags: []*modelv1.TagValue{entity[1], entity[0]}}}
+// refSchemaFamilies are the tag families of m's stream or measure schema.
+func refSchemaFamilies(m *messages) []*databasev1.TagFamilySpec {
+	if m.measure {
+		return measureSchema(m.md, m.shape).GetTagFamilies()
 	}
-	return []*modelv1.TagFamilyForWrite{{Tags: entity}, payload}
+	return streamSchema(m.md, m.shape).GetTagFamilies()
+}
+
+// refTagsByName are message seq's tag values by tag name.
+func refTagsByName(m *messages, seq int64) map[string]*modelv1.TagValue {
+	byName := map[string]*modelv1.TagValue{}
+	for i, v := range m.entityTags(m.entity(seq)) {
+		byName[entityTagSpecs(m.shape)[i].GetName()] = v
+	}
+	for i, v := range m.data {
+		byName[dataTagSpecs(m.shape)[i].GetName()] = v
+	}
+	return byName
+}
+
+// refSpec is the spec's families and tag names: the schema's, each sorted
+// by name, as OAP sends them.
+func refSpec(m *messages) (names []string, tags [][]string) {
+	fams := slices.Clone(refSchemaFamilies(m))
+	slices.SortFunc(fams, func(a, b *databasev1.TagFamilySpec) int { return strings.Compare(a.GetName(), b.GetName()) })
+	for _, f := range fams {
+		var ts []string
+		for _, t := range f.GetTags() {
+			ts = append(ts, t.GetName())
+		}
+		slices.Sort(ts)
+		names, tags = append(names, f.GetName()), append(tags, ts)
+	}
+	return names, tags
+}
+
+// refFamilies are message seq's tag families in schema order or, with the
+// spec, in its alphabetical order: data, then the entity family, each
+// family's tags by name.
+func refFamilies(m *messages, seq int64) []*modelv1.TagFamilyForWrite {
+	byName := refTagsByName(m, seq)
+	var out []*modelv1.TagFamilyForWrite
+	if m.spec {
+		_, tags := refSpec(m)
+		for _, names := range tags {
+			f := &modelv1.TagFamilyForWrite{}
+			for _, n := range names {
+				f.Tags = append(f.Tags, byName[n])
+			}
+			out = append(out, f)
+		}
+		return out
+	}
+	for _, fam := range refSchemaFamilies(m) {
+		f := &modelv1.TagFamilyForWrite{}
+		for _, t := range fam.GetTags() {
+			f.Tags = append(f.Tags, byName[t.GetName()])
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 func refFields(m *messages, seq int64) []*modelv1.FieldValue {
@@ -56,46 +113,53 @@ func refFields(m *messages, seq int64) []*modelv1.FieldValue {
 	return []*modelv1.FieldValue{value, score}
 }
 
-// The specs a flush's first request carries, as OAP sends them.
-var (
-	refStreamSpec = []*streamv1.TagFamilySpec{
-		{Name: "data", TagNames: []string{tagPayload}},
-		{Name: "searchable", TagNames: []string{tagInstance, tagService}},
+// refStreamSpec and refMeasureSpec are the specs a flush's first request
+// carries, as OAP sends them.
+func refStreamSpec(m *messages) []*streamv1.TagFamilySpec {
+	var out []*streamv1.TagFamilySpec
+	names, tags := refSpec(m)
+	for i, n := range names {
+		out = append(out, &streamv1.TagFamilySpec{Name: n, TagNames: tags[i]})
 	}
-	refMeasureSpec = &measurev1.DataPointSpec{
-		TagFamilySpec: []*measurev1.TagFamilySpec{
-			{Name: "data", TagNames: []string{tagPayload}},
-			{Name: "default", TagNames: []string{tagInstance, tagService}},
-		},
-		FieldNames: []string{fieldScore, fieldValue},
+	return out
+}
+
+func refMeasureSpec(m *messages) *measurev1.DataPointSpec {
+	spec := &measurev1.DataPointSpec{FieldNames: []string{fieldScore, fieldValue}}
+	names, tags := refSpec(m)
+	for i, n := range names {
+		spec.TagFamilySpec = append(spec.TagFamilySpec, &measurev1.TagFamilySpec{Name: n, TagNames: tags[i]})
 	}
-)
+	return spec
+}
 
 // The hand-encoded requests are byte for byte what proto.Marshal writes
-// for the same messages built as structs, with and without the entity
-// cache, for the first request of a stream (with metadata) and the rest,
-// without the spec and with it (--flush-size).
+// for the same messages built as structs, of either shape, with and
+// without the entity cache, for the first request of a stream (with
+// metadata) and the rest, without the spec and with it (--flush-size).
 func TestWireRequestsMatchProtoMarshal(t *testing.T) {
 	seqs := []int64{0, 1, 999, 1000, 1001, 123_456_789}
-	for _, kind := range []string{KindStream, KindMeasure} {
-		for _, entities := range []int{1000, maxCachedEntities + 1} {
-			for _, flushSize := range []int64{0, 10} {
-				m := testMessages(t, kind, entities, flushSize)
-				// The base time on a whole second gives timestamps with zero
-				// nanos, which proto.Marshal leaves out.
-				m.baseMillis -= m.baseMillis % 1000
-				for _, seq := range seqs {
-					for _, id := range []uint64{1, 2, 1 << 40} {
-						want, err := proto.Marshal(refRequest(m, id, seq))
-						if err != nil {
-							t.Fatal(err)
-						}
-						got := m.streamRequest(id, seq, id == 1)
-						if kind == KindMeasure {
-							got = m.measureRequest(id, seq, id == 1)
-						}
-						if string(got) != string(want) {
-							t.Fatalf("%s entities %d flush size %d seq %d id %d: encoded %x, proto.Marshal %x", kind, entities, flushSize, seq, id, got, want)
+	for _, shape := range []string{ShapeRealistic, ShapeLight} {
+		for _, kind := range []string{KindStream, KindMeasure} {
+			for _, entities := range []int{1000, maxCachedEntities + 1} {
+				for _, flushSize := range []int64{0, 10} {
+					m := shapedMessages(t, kind, shape, entities, flushSize)
+					// The base time on a whole second gives timestamps with zero
+					// nanos, which proto.Marshal leaves out.
+					m.baseMillis -= m.baseMillis % 1000
+					for _, seq := range seqs {
+						for _, id := range []uint64{1, 2, 1 << 40} {
+							want, err := proto.Marshal(refRequest(m, id, seq))
+							if err != nil {
+								t.Fatal(err)
+							}
+							got := m.streamRequest(id, seq, id == 1)
+							if kind == KindMeasure {
+								got = m.measureRequest(id, seq, id == 1)
+							}
+							if string(got) != string(want) {
+								t.Fatalf("%s %s entities %d flush size %d seq %d id %d: encoded %x, proto.Marshal %x", shape, kind, entities, flushSize, seq, id, got, want)
+							}
 						}
 					}
 				}
@@ -117,7 +181,7 @@ func refRequest(m *messages, id uint64, seq int64) proto.Message {
 			Timestamp: refTimestamp(m, seq), TagFamilies: refFamilies(m, seq), Fields: refFields(m, seq),
 		}}
 		if withSpec {
-			req.DataPointSpec = refMeasureSpec
+			req.DataPointSpec = refMeasureSpec(m)
 		}
 		return req
 	}
@@ -125,7 +189,7 @@ func refRequest(m *messages, id uint64, seq int64) proto.Message {
 		ElementId: m.elementID(seq), Timestamp: refTimestamp(m, seq), TagFamilies: refFamilies(m, seq),
 	}}
 	if withSpec {
-		req.TagFamilySpec = refStreamSpec
+		req.TagFamilySpec = refStreamSpec(m)
 	}
 	return req
 }
@@ -197,48 +261,45 @@ func TestSpecNamesValuesAlphabetically(t *testing.T) {
 		}
 	}
 
-	m = testMessages(t, KindStream, 1000, 10)
-	entity := m.entityTags(m.entity(seq))
-	want = map[string]*modelv1.TagValue{
-		tagService:  entity[0],
-		tagInstance: entity[1],
-		tagPayload:  {Value: &modelv1.TagValue_BinaryData{BinaryData: m.payload}},
-	}
-	var sreq streamv1.WriteRequest
-	if err := proto.Unmarshal(m.streamRequest(1, seq, true), &sreq); err != nil {
-		t.Fatal(err)
-	}
-	var sspec []family
-	for _, f := range sreq.GetTagFamilySpec() {
-		sspec = append(sspec, family{f.GetName(), f.GetTagNames()})
-	}
-	check("stream", sspec, sreq.GetElement().GetTagFamilies(), streamSchema(m.md).GetTagFamilies())
+	for _, shape := range []string{ShapeRealistic, ShapeLight} {
+		m = shapedMessages(t, KindStream, shape, 1000, 10)
+		want = refTagsByName(m, seq)
+		var sreq streamv1.WriteRequest
+		if err := proto.Unmarshal(m.streamRequest(1, seq, true), &sreq); err != nil {
+			t.Fatal(err)
+		}
+		var sspec []family
+		for _, f := range sreq.GetTagFamilySpec() {
+			sspec = append(sspec, family{f.GetName(), f.GetTagNames()})
+		}
+		check(shape+" stream", sspec, sreq.GetElement().GetTagFamilies(), streamSchema(m.md, shape).GetTagFamilies())
 
-	m = testMessages(t, KindMeasure, 1000, 10)
-	want[tagPayload] = &modelv1.TagValue{Value: &modelv1.TagValue_BinaryData{BinaryData: m.payload}}
-	var mreq measurev1.WriteRequest
-	if err := proto.Unmarshal(m.measureRequest(1, seq, true), &mreq); err != nil {
-		t.Fatal(err)
-	}
-	var mspec []family
-	for _, f := range mreq.GetDataPointSpec().GetTagFamilySpec() {
-		mspec = append(mspec, family{f.GetName(), f.GetTagNames()})
-	}
-	check("measure", mspec, mreq.GetDataPoint().GetTagFamilies(), measureSchema(m.md).GetTagFamilies())
-	fields := mreq.GetDataPointSpec().GetFieldNames()
-	if !slices.IsSorted(fields) || fields[0] == measureSchema(m.md).GetFields()[0].GetName() {
-		t.Errorf("measure spec fields %v: want alphabetical, unlike the schema's order", fields)
-	}
-	wantFields := map[string]*modelv1.FieldValue{
-		fieldValue: {Value: &modelv1.FieldValue_Int{Int: &modelv1.Int{Value: seq}}},
-		fieldScore: {Value: &modelv1.FieldValue_Float{Float: &modelv1.Float{Value: m.nonce}}},
-	}
-	if len(fields) != len(mreq.GetDataPoint().GetFields()) {
-		t.Fatalf("%d spec fields, %d values", len(fields), len(mreq.GetDataPoint().GetFields()))
-	}
-	for i, name := range fields {
-		if got := mreq.GetDataPoint().GetFields()[i]; !proto.Equal(got, wantFields[name]) {
-			t.Errorf("field %s: value %v, want %v", name, got, wantFields[name])
+		m = shapedMessages(t, KindMeasure, shape, 1000, 10)
+		want = refTagsByName(m, seq)
+		var mreq measurev1.WriteRequest
+		if err := proto.Unmarshal(m.measureRequest(1, seq, true), &mreq); err != nil {
+			t.Fatal(err)
+		}
+		var mspec []family
+		for _, f := range mreq.GetDataPointSpec().GetTagFamilySpec() {
+			mspec = append(mspec, family{f.GetName(), f.GetTagNames()})
+		}
+		check(shape+" measure", mspec, mreq.GetDataPoint().GetTagFamilies(), measureSchema(m.md, shape).GetTagFamilies())
+		fields := mreq.GetDataPointSpec().GetFieldNames()
+		if !slices.IsSorted(fields) || fields[0] == measureSchema(m.md, shape).GetFields()[0].GetName() {
+			t.Errorf("measure spec fields %v: want alphabetical, unlike the schema's order", fields)
+		}
+		wantFields := map[string]*modelv1.FieldValue{
+			fieldValue: {Value: &modelv1.FieldValue_Int{Int: &modelv1.Int{Value: seq}}},
+			fieldScore: {Value: &modelv1.FieldValue_Float{Float: &modelv1.Float{Value: m.nonce}}},
+		}
+		if len(fields) != len(mreq.GetDataPoint().GetFields()) {
+			t.Fatalf("%d spec fields, %d values", len(fields), len(mreq.GetDataPoint().GetFields()))
+		}
+		for i, name := range fields {
+			if got := mreq.GetDataPoint().GetFields()[i]; !proto.Equal(got, wantFields[name]) {
+				t.Errorf("field %s: value %v, want %v", name, got, wantFields[name])
+			}
 		}
 	}
 }

@@ -37,6 +37,9 @@ type messages struct {
 	nonce      float64 // measure score field: marks this run's points
 	payload    []byte  // shared, never modified
 	measure    bool    // the run writes data points
+	shape      string  // ShapeRealistic or ShapeLight (shape.go)
+	// data is the data family's values in schema order (dataTags).
+	data []*modelv1.TagValue
 	// spansPerTrace > 0: the run writes spans, this many a trace (trace.go).
 	spansPerTrace int64
 	// spec: a stream's first request carries the spec (--flush-size) and
@@ -83,24 +86,6 @@ func (m *messages) seqOfElement(id string) int64 {
 		return -1
 	}
 	return seq
-}
-
-func (m *messages) entityTags(e int64) []*modelv1.TagValue {
-	return []*modelv1.TagValue{
-		{Value: &modelv1.TagValue_Str{Str: &modelv1.Str{Value: "svc-" + strconv.FormatInt(e/instancesPerService, 10)}}},
-		{Value: &modelv1.TagValue_Int{Int: &modelv1.Int{Value: e % instancesPerService}}},
-	}
-}
-
-// writtenTags is entity e's tags in the order the requests carry them:
-// the schema's (service, instance) or, with the spec, the spec's
-// alphabetical one (instance, service).
-func (m *messages) writtenTags(e int64) []*modelv1.TagValue {
-	tags := m.entityTags(e)
-	if m.spec {
-		tags[0], tags[1] = tags[1], tags[0]
-	}
-	return tags
 }
 
 // entityCriteria selects entity e by its entity tags, which lets the

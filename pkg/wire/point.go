@@ -157,9 +157,12 @@ func (p *Point) timestamp(v []byte) error {
 // family reads a model.v1.TagFamilyForWrite: tags (1).
 func (p *Point) family(b []byte) error {
 	for len(b) > 0 {
-		f, n, err := next(b)
-		if err != nil {
-			return err
+		f, n := shortField(b)
+		if n == 0 {
+			var err error
+			if f, n, err = next(b); err != nil {
+				return err
+			}
 		}
 		b = b[n:]
 		if v, ok := f.bytesField(1); ok {

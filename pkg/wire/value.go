@@ -74,9 +74,11 @@ func parseValue(b []byte, members []Kind, v *Value) (merged bool, err error) {
 	*v = Value{Raw: b}
 	set := false
 	for len(b) > 0 {
-		f, n, err := next(b)
-		if err != nil {
-			return false, err
+		f, n := shortField(b)
+		if n == 0 {
+			if f, n, err = next(b); err != nil {
+				return false, err
+			}
 		}
 		b = b[n:]
 		if int(f.num) >= len(members) || members[f.num] == KindNone {
@@ -129,9 +131,12 @@ func wantType(k Kind) protowire.Type {
 func scalarString(b []byte) ([]byte, error) {
 	s := b[:0]
 	for len(b) > 0 {
-		f, n, err := next(b)
-		if err != nil {
-			return nil, err
+		f, n := shortField(b)
+		if n == 0 {
+			var err error
+			if f, n, err = next(b); err != nil {
+				return nil, err
+			}
 		}
 		b = b[n:]
 		if v, ok := f.bytesField(1); ok {
@@ -165,9 +170,12 @@ func scalarInt(b []byte, typ protowire.Type) (int64, error) {
 // each of its values.
 func eachString(b []byte, fn func([]byte)) error {
 	for len(b) > 0 {
-		f, n, err := next(b)
-		if err != nil {
-			return err
+		f, n := shortField(b)
+		if n == 0 {
+			var err error
+			if f, n, err = next(b); err != nil {
+				return err
+			}
 		}
 		b = b[n:]
 		if v, ok := f.bytesField(1); ok {

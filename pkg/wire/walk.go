@@ -22,6 +22,14 @@ type field struct {
 }
 
 // next reads the field at the start of b and returns it with its length.
+// The loops over a write's many small values call it as
+//
+//	f, n := shortField(b)
+//	if n == 0 {
+//		f, n, err = next(b)
+//	}
+//
+// so that their common case, inlined, costs no call.
 func next(b []byte) (f field, n int, err error) {
 	num, typ, l := protowire.ConsumeTag(b)
 	if l < 0 {
@@ -54,6 +62,17 @@ func next(b []byte) (f field, n int, err error) {
 		return f, 0, fmt.Errorf("%w: field %d: %w", ErrMalformed, num, protowire.ParseError(m))
 	}
 	return f, l + m, nil
+}
+
+// shortField reads the field at the start of b when it is length-delimited
+// with a one-byte tag (field 1..15) and a one-byte length, as most fields
+// of a write are; otherwise n is 0 and next reads it. It has no calls, so
+// it is inlined.
+func shortField(b []byte) (f field, n int) {
+	if len(b) < 2 || b[0]&0x87 != byte(protowire.BytesType) || b[0] < 1<<3 || b[1] >= 0x80 || 2+int(b[1]) > len(b) {
+		return field{}, 0
+	}
+	return field{num: protowire.Number(b[0] >> 3), typ: protowire.BytesType, v: b[2 : 2+b[1]]}, 2 + int(b[1])
 }
 
 // bytesField is f's payload when f is field num of the length-delimited

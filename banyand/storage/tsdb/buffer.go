@@ -99,6 +99,11 @@ type seriesBuffer struct {
 }
 
 type bufEntry struct {
+	// head is the suffix's first 8 bytes (its timestamp) as a big-endian
+	// number (see suffixHead): entries compare by it without reading the
+	// arena, which decides almost every comparison of a sort or a
+	// duplicate check.
+	head       uint64
 	chunk, off uint32 // the suffix starts at chunks[chunk][off], the value follows
 	suffixLen  uint32
 	valueLen   uint32
@@ -114,6 +119,31 @@ func (e bufEntry) suffix(a *arena) []byte {
 
 func (e bufEntry) value(a *arena) []byte {
 	return a.chunks[e.chunk][e.off+e.suffixLen : e.off+e.suffixLen+e.valueLen]
+}
+
+// suffixHead is s's first 8 bytes as a big-endian number, a shorter s
+// padded with zeros: of two suffixes with different heads, the smaller
+// head is the smaller suffix.
+func suffixHead(s []byte) uint64 {
+	if len(s) >= 8 {
+		return binary.BigEndian.Uint64(s)
+	}
+	var b [8]byte
+	copy(b[:], s)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// compareSuffix orders x and y by suffix, as bytes.Compare of the two.
+func compareSuffix(a *arena, x, y *bufEntry) int {
+	if x.head != y.head {
+		return cmp.Compare(x.head, y.head)
+	}
+	return bytes.Compare(x.suffix(a), y.suffix(a))
+}
+
+// sameSuffix reports whether x and y have the same suffix.
+func sameSuffix(a *arena, x, y *bufEntry) bool {
+	return x.head == y.head && x.suffixLen == y.suffixLen && bytes.Equal(x.suffix(a), y.suffix(a))
 }
 
 // arena holds a buffer's record bytes in chunks that are filled and never
@@ -250,14 +280,14 @@ func (m *memBuffer) putLocked(seriesPrefix, suffix, value []byte, seq uint64) {
 		sb = &seriesBuffer{arena: &m.arena}
 		nb.series[hash] = sb
 	}
-	if n := len(sb.entries); n > 0 && !sb.unordered &&
-		bytes.Compare(suffix, sb.entries[n-1].suffix(sb.arena)) <= 0 {
-		sb.unordered = true
-	}
 	n := len(suffix) + len(value)
 	chunk, off, b := m.arena.alloc(n)
 	copy(b[copy(b, suffix):], value)
-	sb.entries = append(sb.entries, bufEntry{chunk: chunk, off: off, suffixLen: uint32(len(suffix)), valueLen: uint32(len(value)), seq: seq})
+	e := bufEntry{head: suffixHead(suffix), chunk: chunk, off: off, suffixLen: uint32(len(suffix)), valueLen: uint32(len(value)), seq: seq}
+	if k := len(sb.entries); k > 0 && !sb.unordered && compareSuffix(sb.arena, &e, &sb.entries[k-1]) <= 0 {
+		sb.unordered = true
+	}
+	sb.entries = append(sb.entries, e)
 	sb.bytes += int64(n)
 	m.bytes.Add(int64(n) + entryOverhead)
 }
@@ -284,17 +314,46 @@ func (m *memBuffer) size() int64 { return m.bytes.Load() }
 // replay's, seq 0, are older than any new one and keep the log's order):
 // concurrent writers may add to the buffer in another order than they
 // logged, and a read must see what a replay of the log would rebuild.
+// Among records of one key and one log record, the one added later is
+// later in the arena (it only grows), which makes the order total: any
+// sort gives what a stable one would. Late records are mostly late by a
+// few places (concurrent writers of one series), so an insertion sort
+// moves each a few places; past a few moves an entry on average, the
+// entries are sorted by pattern-defeating quicksort.
 func (sb *seriesBuffer) orderLocked() {
 	if !sb.unordered {
 		return
 	}
-	slices.SortStableFunc(sb.entries, func(x, y bufEntry) int {
-		if c := bytes.Compare(x.suffix(sb.arena), y.suffix(sb.arena)); c != 0 {
+	order := func(x, y *bufEntry) int {
+		if c := compareSuffix(sb.arena, x, y); c != 0 {
 			return c
 		}
-		return cmp.Compare(x.seq, y.seq)
-	})
+		if c := cmp.Compare(x.seq, y.seq); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(x.chunk, y.chunk); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.off, y.off)
+	}
+	if !insertionSort(sb.entries, order, 8*len(sb.entries)) {
+		slices.SortFunc(sb.entries, func(x, y bufEntry) int { return order(&x, &y) })
+	}
 	sb.unordered = false
+}
+
+// insertionSort sorts es by order unless that takes more than maxMoves
+// moves; then it returns false, es partly sorted.
+func insertionSort(es []bufEntry, order func(x, y *bufEntry) int, maxMoves int) bool {
+	for i := 1; i < len(es); i++ {
+		for j := i; j > 0 && order(&es[j-1], &es[j]) > 0; j-- {
+			es[j-1], es[j] = es[j], es[j-1]
+			if maxMoves--; maxMoves < 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // resolve picks, of records with the same key, the one a read sees: the
@@ -323,7 +382,7 @@ func (sb *seriesBuffer) eachRecord(kind Kind, visible uint64, fn func(suffix, va
 		}
 		s, v := sb.entries[i].suffix(sb.arena), sb.entries[i].value(sb.arena)
 		j := i + 1
-		for ; j < len(sb.entries) && bytes.Equal(sb.entries[j].suffix(sb.arena), s); j++ {
+		for ; j < len(sb.entries) && sameSuffix(sb.arena, &sb.entries[j], &sb.entries[i]); j++ {
 			if sb.entries[j].seq <= visible {
 				v = resolve(kind, v, sb.entries[j].value(sb.arena))
 			}

@@ -2,9 +2,11 @@ package tsdb
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -506,6 +508,56 @@ func TestBufferOrdersOneKeyByLogRecord(t *testing.T) {
 		}
 		if len(got) != 1 || !bytes.Equal(got[0], value("logged second")) {
 			t.Errorf("%v: read %q, want the later log record's value", kind, got)
+		}
+	}
+}
+
+// A series' entries sort as a stable sort by (suffix, log record) would
+// leave them: keys with a common 8-byte head and keys shorter than it,
+// several writes of one key in one log record and in several, added
+// mostly in order (the insertion sort) or in any order (its fallback).
+func TestBufferOrderIsStable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	suffixes := [][]byte{
+		[]byte("ts-1"), []byte("ts-1\x00"), []byte("ts-2"),
+		[]byte("\x00\x00\x00\x00\x00\x00\x00\x01"), []byte("\x00\x00\x00\x00\x00\x00\x00\x01a"),
+		[]byte("\x00\x00\x00\x00\x00\x00\x00\x01b"), []byte("\x00\x00\x00\x00\x00\x00\x00\x02"),
+	}
+	type put struct {
+		suffix []byte
+		value  string
+		seq    uint64
+	}
+	for round := range 50 {
+		m := newMemBuffer()
+		prefix := []byte{byte(KindStream), 'g', 0, 0, 0, 0, 0, 0, 0, 1}
+		var puts []put
+		m.mu.Lock()
+		for i := range 200 {
+			k := rng.IntN(len(suffixes))
+			if round%2 == 0 { // mostly in order, as concurrent writers add them
+				k = min(i*len(suffixes)/200+rng.IntN(2), len(suffixes)-1)
+			}
+			p := put{suffixes[k], fmt.Sprint(i), uint64(10 + rng.IntN(3))}
+			puts = append(puts, p)
+			m.putLocked(prefix, p.suffix, []byte(p.value), p.seq)
+			if i == 99 { // a scan sorts the first half: the rest joins sorted entries
+				m.names[string(prefix[:len(prefix)-8])].series[1].orderLocked()
+			}
+		}
+		m.mu.Unlock()
+		slices.SortStableFunc(puts, func(x, y put) int {
+			if c := bytes.Compare(x.suffix, y.suffix); c != 0 {
+				return c
+			}
+			return cmp.Compare(x.seq, y.seq)
+		})
+		sb := m.names[string(prefix[:len(prefix)-8])].series[1]
+		sb.orderLocked()
+		for i, e := range sb.entries {
+			if !bytes.Equal(e.suffix(sb.arena), puts[i].suffix) || string(e.value(sb.arena)) != puts[i].value {
+				t.Fatalf("round %d entry %d: %q %q, a stable sort has %q %q", round, i, e.suffix(sb.arena), e.value(sb.arena), puts[i].suffix, puts[i].value)
+			}
 		}
 	}
 }

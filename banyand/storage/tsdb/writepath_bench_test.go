@@ -92,6 +92,53 @@ func BenchmarkWritePath(b *testing.B) {
 	})
 }
 
+// BenchmarkWritePathRealistic is BenchmarkWritePath's buffer path for the
+// load tool's realistic shape (seven tags of mixed types: a stored element
+// or data point of about 240 bytes) over its 64 series, for a stream and
+// for a measure, whose records a flush writes as merge operands. The
+// writes arrive as the load tool's four writers' do: each series' next
+// four timestamps in reverse, so the buffer sorts every series.
+func BenchmarkWritePathRealistic(b *testing.B) {
+	value := make([]byte, 240) // the same every write, as the load tool's tags are
+	for i := range value {
+		value[i] = 'a' + byte(i*7%26)
+	}
+	const size, series = 500, 64
+	keys := make([][]byte, series)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "svc-%d\x00%d", i/10, i%10)
+	}
+	for _, kind := range []Kind{KindStream, KindMeasure} {
+		name := map[Kind]string{KindStream: "stream", KindMeasure: "measure"}[kind]
+		b.Run(name, func(b *testing.B) {
+			db := openDB(b, b.TempDir(), Options{NoSync: true})
+			batch := make([]Write, size)
+			seq := 0
+			b.ResetTimer()
+			cpu0 := processCPU(b)
+			for range b.N {
+				for j := range batch {
+					const block = 4 * series // four rounds of every series, the last round first
+					s := seq - seq%block + (3-seq%block/series)*series + seq%series
+					batch[j] = Write{Kind: kind, Group: "bench_" + name, Name: "bench_" + name, SeriesKey: keys[s%series],
+						Timestamp: 1_700_000_000_000_000_000 + int64(s/series)*int64(time.Millisecond), Value: value}
+					if kind == KindStream {
+						batch[j].ElementID = fmt.Sprintf("b1-%d", s)
+					}
+					seq++
+				}
+				if err := db.Write(context.Background(), batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := db.Flush(); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/float64(b.N*size), "cpu-ns/write")
+		})
+	}
+}
+
 // processCPU is the process's user+system CPU time.
 func processCPU(b *testing.B) time.Duration {
 	var ru syscall.Rusage
