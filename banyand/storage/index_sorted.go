@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"math"
 	"slices"
 
@@ -89,14 +90,14 @@ func (e *termEval) orderedEntries(tag string, desc bool, terms *termQuery) ([]so
 	other := false
 	err := e.db.SortedRefs(e.ctx, e.seg, e.name, tagindex.SortSeries(nil, tag, tagindex.SortOther), math.MinInt64, math.MaxInt64, e.begin, e.end,
 		func(int64, tsdb.Ref) error { other = true; return errTooManyRefs })
-	if other || err != nil && err != errTooManyRefs {
+	if other || err != nil && !errors.Is(err, errTooManyRefs) {
 		return nil, false, err
 	}
 	var only refSet
 	if terms != nil {
 		set, ok, err := e.eval(terms)
 		switch {
-		case err != nil && err != errTooManyRefs:
+		case err != nil && !errors.Is(err, errTooManyRefs):
 			return nil, false, err
 		case ok && err == nil:
 			only = set
