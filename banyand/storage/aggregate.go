@@ -45,16 +45,7 @@ func (s *Store) queryPartials(ctx context.Context, q *clusterv1.MeasureQuery) (*
 	if pp.GetShardNum() == 0 {
 		return nil, fmt.Errorf("%w: partial measure query without the group's shard count", errInvalidQuery)
 	}
-	p := &plan{kind: tsdb.KindMeasure}
-	if err := p.common(req.GetGroups(), req.GetName(), req.GetTimeRange(), req.GetOrderBy(), 0, 0, schema.DefaultMeasureLimit); err != nil {
-		return nil, err
-	}
-	layout := newTagLayout(def.GetTagFamilies())
-	crit, err := compileCriteria(req.GetCriteria(), layout)
-	if err != nil {
-		return nil, err
-	}
-	out, err := newPointMaker(def, layout, req)
+	p, layout, crit, out, err := measurePlan(q, 0, 0)
 	if err != nil {
 		return nil, err
 	}

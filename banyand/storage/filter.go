@@ -153,13 +153,8 @@ func compileMatch(c *modelv1.Condition, l *tagLayout, ref tagRef) (predicate, er
 	if tt := l.families[ref.family].GetTags()[ref.tag].GetType(); tt != databasev1.TagType_TAG_TYPE_STRING {
 		return nil, fmt.Errorf("%w: MATCH on %q, a %s tag: only string tags are analyzed", errInvalidQuery, c.GetName(), tt)
 	}
-	var queries []string
-	switch x := c.GetValue().GetValue().(type) {
-	case *modelv1.TagValue_Str:
-		queries = []string{x.Str.GetValue()}
-	case *modelv1.TagValue_StrArray:
-		queries = x.StrArray.GetValue()
-	default:
+	queries, ok := matchQueries(c)
+	if !ok {
 		return nil, fmt.Errorf("%w: MATCH on %q needs a str or str_array value, not %s", errInvalidQuery, c.GetName(), schema.TagValueKind(c.GetValue()))
 	}
 	opt := c.GetMatchOption()
@@ -171,6 +166,18 @@ func compileMatch(c *modelv1.Condition, l *tagLayout, ref tagRef) (predicate, er
 		v, ok := lookup(t, ref).GetValue().(*modelv1.TagValue_Str)
 		return ok && m.Match(v.Str.GetValue())
 	}, nil
+}
+
+// matchQueries are the query strings of a MATCH: a str value is one, a
+// str_array several, each to match; false for another value.
+func matchQueries(c *modelv1.Condition) ([]string, bool) {
+	switch x := c.GetValue().GetValue().(type) {
+	case *modelv1.TagValue_Str:
+		return []string{x.Str.GetValue()}, true
+	case *modelv1.TagValue_StrArray:
+		return x.StrArray.GetValue(), true
+	}
+	return nil, false
 }
 
 // hasAll reports whether the stored array v holds every value of set

@@ -138,13 +138,7 @@ func conditionTerms(c *modelv1.Condition) *termQuery {
 // one of its tokens (every one, with OPERATOR_AND) being a token of the
 // value. A query string without tokens matches nothing (pkg/textmatch).
 func matchTerms(c *modelv1.Condition) *termQuery {
-	var queries []string
-	switch x := c.GetValue().GetValue().(type) {
-	case *modelv1.TagValue_Str:
-		queries = []string{x.Str.GetValue()}
-	case *modelv1.TagValue_StrArray:
-		queries = x.StrArray.GetValue()
-	}
+	queries, _ := matchQueries(c)
 	analyzer := c.GetMatchOption().GetAnalyzer()
 	if len(queries) == 0 || !textmatch.Known(analyzer) {
 		return nil

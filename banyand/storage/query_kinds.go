@@ -143,17 +143,7 @@ func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, o
 		return nil, fmt.Errorf("%w: measure top-N", ErrUnimplemented)
 	}
 	start := time.Now()
-	p := &plan{kind: tsdb.KindMeasure}
-	if err := p.common(req.GetGroups(), req.GetName(), req.GetTimeRange(), req.GetOrderBy(),
-		req.GetOffset(), req.GetLimit(), schema.DefaultMeasureLimit); err != nil {
-		return nil, err
-	}
-	layout := newTagLayout(def.GetTagFamilies())
-	crit, err := compileCriteria(req.GetCriteria(), layout)
-	if err != nil {
-		return nil, err
-	}
-	out, err := newPointMaker(def, layout, req)
+	p, layout, crit, out, err := measurePlan(q, req.GetOffset(), req.GetLimit())
 	if err != nil {
 		return nil, err
 	}
@@ -182,6 +172,28 @@ func (s *Store) doQueryMeasure(ctx context.Context, q *clusterv1.MeasureQuery, o
 	}
 	resp.Trace = stageTrace(req.GetTrace(), "data node: scan measure", start, p.stats, len(resp.DataPoints))
 	return resp, nil
+}
+
+// measurePlan is what measure queries, whole or partial, start from: the
+// plan of the range and the window (offset, limit), the schema's tag
+// layout, the compiled criteria and the maker of the answer's points.
+func measurePlan(q *clusterv1.MeasureQuery, offset, limit uint32) (*plan, *tagLayout, compiled, pointMaker, error) {
+	req, def := q.GetRequest(), q.GetSchema()
+	p := &plan{kind: tsdb.KindMeasure}
+	if err := p.common(req.GetGroups(), req.GetName(), req.GetTimeRange(), req.GetOrderBy(),
+		offset, limit, schema.DefaultMeasureLimit); err != nil {
+		return nil, nil, compiled{}, pointMaker{}, err
+	}
+	layout := newTagLayout(def.GetTagFamilies())
+	crit, err := compileCriteria(req.GetCriteria(), layout)
+	if err != nil {
+		return nil, nil, compiled{}, pointMaker{}, err
+	}
+	out, err := newPointMaker(def, layout, req)
+	if err != nil {
+		return nil, nil, compiled{}, pointMaker{}, err
+	}
+	return p, layout, crit, out, nil
 }
 
 // storedTags returns a maker of readers of the tag families of a stored
