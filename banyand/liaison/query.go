@@ -315,8 +315,9 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 	// group: of elements written with the same id (another time, another
 	// series) the answer keeps the first in its order. Elements written
 	// without an id are each their own (BanyanDB generates one). The
-	// answered id hashes group, name and written id, so one written id in
-	// a group is one answered id, as BanyanDB's de-duplication by it.
+	// answered id hashes group, name and written id, so keeping one
+	// element a written id of a group keeps one an answered id, as
+	// BanyanDB does.
 	type groupID struct{ group, id string }
 	seen := make(map[groupID]bool, len(all))
 	all = slices.DeleteFunc(all, func(k keyed) bool {
