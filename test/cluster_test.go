@@ -152,7 +152,7 @@ func TestClusterDataNodeStopAndRejoin(t *testing.T) {
 		for j, r := range reqs {
 			switch st[uint64(j+1)] {
 			case modelv1.Status_STATUS_SUCCEED.String():
-				acked[r.GetElement().GetElementId()] = true
+				acked[answeredID(r.GetElement().GetElementId())] = true
 			case "":
 				t.Fatalf("message %d got no answer", j+1)
 			default:

@@ -10,6 +10,7 @@ import (
 
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
+	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 	tracev1 "github.com/banyand-io/banyand/api/proto/banyandb/trace/v1"
 )
 
@@ -22,6 +23,25 @@ type spanShape struct {
 	Message  string       `json:"message"`
 	Tags     []string     `json:"tags"`
 	Children []*spanShape `json:"children"`
+}
+
+// banyandbID is an element id in the form BanyanDB answers it: 16
+// lower-case hex digits (see pkg/elementid).
+var banyandbID = regexp.MustCompile(`^[0-9a-f]{16}$`)
+
+// checkWantIDs fails a stream case whose want holds an element id not in
+// BanyanDB's form: the answer never holds the id as written.
+func checkWantIDs(t *testing.T, want proto.Message) {
+	t.Helper()
+	r, ok := want.(*streamv1.QueryResponse)
+	if !ok {
+		return
+	}
+	for _, el := range r.GetElements() {
+		if !banyandbID.MatchString(el.GetElementId()) {
+			t.Fatalf("want element id %q is not in BanyanDB's form (16 hex digits of xxhash64 of group|name|id)", el.GetElementId())
+		}
+	}
 }
 
 // executionTrace is the common.v1.Trace of a query answer, or nil.

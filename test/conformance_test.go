@@ -35,7 +35,9 @@ import (
 // runner ignores: a data point's timestamp, version and series id, an
 // element's timestamp, a property's revisions and update time, and the
 // execution trace (its durations differ run to run; wantTrace checks its
-// shape). Every suite runs on standalone and on a cluster.
+// shape). Element ids compare in the form BanyanDB answers them (the hex
+// of xxhash64 of group|name|id; a case's comment names the written id).
+// Every suite runs on standalone and on a cluster.
 func TestConformance(t *testing.T) {
 	suites, err := filepath.Glob("testdata/conformance/*/setup.yaml")
 	if err != nil || len(suites) == 0 {
@@ -138,6 +140,7 @@ func runSuite(t *testing.T, conn *grpc.ClientConn, setupPath string, cases []str
 			want := proto.Clone(got)
 			proto.Reset(want)
 			fromJSON(t, "want", c.Want, want)
+			checkWantIDs(t, want)
 			if diff := cmp.Diff(want, got, protocmp.Transform(),
 				protocmp.IgnoreFields(&measurev1.DataPoint{}, ignorePoint...),
 				protocmp.IgnoreFields(&measurev1.TopNList_Item{}, "version", "timestamp"),

@@ -332,7 +332,7 @@ func readable(t *testing.T, conn *grpc.ClientConn, el *streamv1.ElementValue) bo
 	if err != nil {
 		t.Fatalf("query: %v", err)
 	}
-	id := el.GetElementId()
+	id := answeredID(el.GetElementId())
 	for _, el := range resp.GetElements() {
 		if el.GetElementId() == id {
 			return true

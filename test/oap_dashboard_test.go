@@ -13,6 +13,7 @@ import (
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 	tracev1 "github.com/banyand-io/banyand/api/proto/banyandb/trace/v1"
+	"github.com/banyand-io/banyand/pkg/elementid"
 )
 
 // TestOAPDashboards reads, over OAP 10.4's schema and writes, what its
@@ -241,12 +242,15 @@ func checkAlarmSearch(t *testing.T, conn *grpc.ClientConn) {
 		if err != nil {
 			t.Fatalf("keyword %q: %v", tc.keyword, err)
 		}
-		var got []string
+		var got, want []string
 		for _, el := range resp.GetElements() {
 			got = append(got, el.GetElementId())
 		}
-		if !slices.Equal(got, tc.want) {
-			t.Errorf("keyword %q offset %d limit %d: %v, want %v", tc.keyword, tc.offset, tc.limit, got, tc.want)
+		for _, id := range tc.want {
+			want = append(want, elementid.Of(s.group, s.name, id))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("keyword %q offset %d limit %d: %v, want %v (%v)", tc.keyword, tc.offset, tc.limit, got, want, tc.want)
 		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 	"github.com/banyand-io/banyand/internal/poll"
+	"github.com/banyand-io/banyand/pkg/elementid"
 )
 
 // TestOAPClient drives banyand the way SkyWalking OAP 10.4's BanyanDB
@@ -379,9 +380,13 @@ func checkAlarms(t *testing.T, conn *grpc.ClientConn, m *oapModel, n int, start 
 	if len(resp.GetElements()) != n {
 		t.Errorf("stream %s: %d elements, want %d", objName(m.md()), len(resp.GetElements()), n)
 	}
+	written := make(map[string]int, n) // answered id -> i
+	for i := range n {
+		written[elementid.Of(m.group, m.name, oapAlarm(m, i, start).id)] = i
+	}
 	for _, el := range resp.GetElements() {
-		var i int
-		if _, err := fmt.Sscanf(el.GetElementId(), "alarm-%d", &i); err != nil {
+		i, ok := written[el.GetElementId()]
+		if !ok {
 			t.Errorf("unexpected element %q", el.GetElementId())
 			continue
 		}

@@ -57,11 +57,11 @@ func checkOrderByTag(t *testing.T, conn *grpc.ClientConn) {
 	// falls as i grows.
 	var asc []string
 	for i := 0; i < n; i += 5 {
-		asc = append(asc, fmt.Sprintf("el-%05d", i))
+		asc = append(asc, answeredID(fmt.Sprintf("el-%05d", i)))
 	}
 	for i := n - 1; i >= 0; i-- {
 		if i%5 != 0 {
-			asc = append(asc, fmt.Sprintf("el-%05d", i))
+			asc = append(asc, answeredID(fmt.Sprintf("el-%05d", i)))
 		}
 	}
 	desc := slices.Clone(asc)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	"github.com/banyand-io/banyand/pkg/elementid"
 )
 
 // The scenarios below run against any deployment (standalone or cluster):
@@ -137,6 +137,19 @@ func testElement(i, entities int) *streamv1.ElementValue {
 	}
 }
 
+// answeredID is the id a stream query answers for the test stream's
+// element written with id (BanyanDB's form).
+func answeredID(id string) string { return elementid.Of(streamGroup, streamName, id) }
+
+// answeredIDs is answeredID of each of ids, in order.
+func answeredIDs(ids ...string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = answeredID(id)
+	}
+	return out
+}
+
 // writeStream sends reqs on one Write stream and returns the status of
 // every message id.
 func writeStream(t *testing.T, conn *grpc.ClientConn, reqs []*streamv1.WriteRequest) map[uint64]string {
@@ -225,11 +238,20 @@ func checkStreamRoundTrip(t *testing.T, conn *grpc.ClientConn, n, entities int) 
 	if len(got) != n {
 		t.Fatalf("query returned %d elements, want %d", len(got), n)
 	}
-	sort.Slice(got, func(i, j int) bool { return got[i].GetElementId() < got[j].GetElementId() })
-	for i, el := range got {
+	index := make(map[string]int, n) // answered id -> i
+	for i := range n {
+		index[answeredID(testElement(i, entities).GetElementId())] = i
+	}
+	seen := make(map[int]bool, n)
+	for _, el := range got {
+		i, ok := index[el.GetElementId()]
+		if !ok || seen[i] {
+			t.Fatalf("element id %s: not one of the written elements' or answered twice", el.GetElementId())
+		}
+		seen[i] = true
 		want := testElement(i, entities)
-		if el.GetElementId() != want.GetElementId() || !el.GetTimestamp().AsTime().Equal(want.GetTimestamp().AsTime()) {
-			t.Fatalf("element %d: got %s@%s, want %s@%s", i, el.GetElementId(), el.GetTimestamp().AsTime(), want.GetElementId(), want.GetTimestamp().AsTime())
+		if !el.GetTimestamp().AsTime().Equal(want.GetTimestamp().AsTime()) {
+			t.Fatalf("element %s: got %s, want %s", want.GetElementId(), el.GetTimestamp().AsTime(), want.GetTimestamp().AsTime())
 		}
 		for fi, fam := range el.GetTagFamilies() {
 			for ti, tag := range fam.GetTags() {

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	"github.com/banyand-io/banyand/pkg/elementid"
 )
 
 const (
@@ -115,4 +118,21 @@ func verifyChunk(ctx context.Context, w workload, m *messages, chunk []int64) (m
 		}
 		q.offset += q.limit
 	}
+}
+
+// seqOfAnswered is the seq of a stream element answered for entity e, or
+// -1 if the element is not one of this run's. The answered id is
+// BanyanDB's hash of the written one (pkg/elementid), which does not parse
+// back: the timestamp gives the seq, and the id must be the one answered
+// for that seq's written id.
+func (m *messages) seqOfAnswered(e int64, el *streamv1.Element) int64 {
+	k := el.GetTimestamp().AsTime().UnixMilli() - m.baseMillis
+	if k < 0 {
+		return -1
+	}
+	seq := k*m.entities + e
+	if el.GetElementId() != elementid.Of(m.md.GetGroup(), m.md.GetName(), m.elementID(seq)) {
+		return -1
+	}
+	return seq
 }

@@ -235,7 +235,7 @@ func (w *streamWorkload) queryPage(ctx context.Context, q pageQuery) ([]int64, i
 	}
 	var seqs []int64
 	for _, el := range resp.GetElements() {
-		seq := w.msgs.seqOfElement(el.GetElementId())
+		seq := w.msgs.seqOfAnswered(q.entity, el)
 		if seq < 0 || w.msgs.entity(seq) != q.entity || el.GetTimestamp().AsTime().UnixMilli() != w.msgs.millis(seq) ||
 			!w.msgs.hasEntityTags(q.entity, el.GetTagFamilies()) {
 			continue

@@ -16,6 +16,7 @@ import (
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	"github.com/banyand-io/banyand/pkg/elementid"
 	"github.com/banyand-io/banyand/pkg/queue"
 	"github.com/banyand-io/banyand/pkg/route"
 )
@@ -129,7 +130,8 @@ func (q *replyingQueue) Broadcast(context.Context, queue.Topic, string, []byte) 
 // timestamp, id) that two nodes answer in two versions, the query returns
 // the higher version once; elements of other ids stay apart, and one
 // written with the same id in another series is, as in BanyanDB, the
-// same element: the first in the answer's order is kept.
+// same element: the first in the answer's order is kept; elements written
+// without an id are each their own. Ids are answered in BanyanDB's form.
 func TestStreamQueryKeepsTheLaterCopy(t *testing.T) {
 	ts := timestamppb.New(time.Unix(100, 0))
 	el := func(id, v string) *streamv1.Element {
@@ -144,10 +146,10 @@ func TestStreamQueryKeepsTheLaterCopy(t *testing.T) {
 		return queue.Reply{Node: node, Payload: b}
 	}
 	q := &replyingQueue{fakeQueue: &fakeQueue{}, replies: []queue.Reply{
-		reply("a", &clusterv1.StreamQueryResult{Elements: []*streamv1.Element{el("x", "old"), el("y", "only")},
-			SeriesKeys: [][]byte{[]byte("s1"), []byte("s1")}, Versions: []int64{5, 5}}),
-		reply("b", &clusterv1.StreamQueryResult{Elements: []*streamv1.Element{el("x", "new"), el("x", "other series")},
-			SeriesKeys: [][]byte{[]byte("s1"), []byte("s2")}, Versions: []int64{9, 1}}),
+		reply("a", &clusterv1.StreamQueryResult{Elements: []*streamv1.Element{el("x", "old"), el("y", "only"), el("", "unnamed")},
+			SeriesKeys: [][]byte{[]byte("s1"), []byte("s1"), []byte("s3")}, Versions: []int64{5, 5, 1}}),
+		reply("b", &clusterv1.StreamQueryResult{Elements: []*streamv1.Element{el("x", "new"), el("x", "other series"), el("", "unnamed too")},
+			SeriesKeys: [][]byte{[]byte("s1"), []byte("s2"), []byte("s4")}, Versions: []int64{9, 1, 1}}),
 	}}
 	svc := NewServices(WriteConfig{}, Deps{Logger: discardLogger, Schema: newTestSchema(t), Queue: q, Now: testNow})
 	resp, err := svc.Stream.Query(context.Background(), &streamv1.QueryRequest{Groups: []string{testGroup}, Name: "s",
@@ -160,7 +162,11 @@ func TestStreamQueryKeepsTheLaterCopy(t *testing.T) {
 		got = append(got, e.GetElementId()+"="+e.GetTagFamilies()[0].GetTags()[0].GetValue().GetStr().GetValue())
 	}
 	slices.Sort(got)
-	if want := []string{"x=new", "y=only"}; !slices.Equal(got, want) {
+	nanos := ts.AsTime().UnixNano()
+	want := []string{elementid.Of(testGroup, "s", "x") + "=new", elementid.Of(testGroup, "s", "y") + "=only",
+		elementid.Unnamed(testGroup, "s", "s3", nanos) + "=unnamed", elementid.Unnamed(testGroup, "s", "s4", nanos) + "=unnamed too"}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
 		t.Fatalf("elements %v, want %v", got, want)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
 	"github.com/banyand-io/banyand/banyand/schema"
+	"github.com/banyand-io/banyand/pkg/elementid"
 	"github.com/banyand-io/banyand/pkg/queue"
 	"github.com/banyand-io/banyand/pkg/wire"
 )
@@ -207,11 +208,11 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 	snap := s.schema.snapshot()
 	tr := newQueryTrace(req.GetTrace(), "stream query %v/%s", req.GetGroups(), req.GetName())
 	type keyed struct {
-		group   string
-		ts      int64
-		version int64
-		el      *streamv1.Element
-		key     *modelv1.TagValue // the order tag's value, when ordering by an index rule
+		group, series string
+		ts            int64
+		version       int64
+		el            *streamv1.Element
+		key           *modelv1.TagValue // the order tag's value, when ordering by an index rule
 	}
 	// An element is identified by its group, series, timestamp and id. A
 	// replica or a redelivered write shows up once per copy, and an element
@@ -274,11 +275,11 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 					fill(el)
 				}
 				ts := el.GetTimestamp().AsTime().UnixNano()
-				kd := keyed{group: g, ts: ts, version: versions[i], el: el}
+				kd := keyed{group: g, series: string(keys[i]), ts: ts, version: versions[i], el: el}
 				if sq.OrderTag != "" {
 					kd.key = orderKeys[i]
 				}
-				k := elementKey{group: g, series: string(keys[i]), id: el.GetElementId(), ts: ts}
+				k := elementKey{group: g, series: kd.series, id: el.GetElementId(), ts: ts}
 				if j, ok := latest[k]; ok {
 					if versions[i] > all[j].version {
 						all[j] = kd
@@ -313,7 +314,10 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 	// As BanyanDB, an element id names one element of a stream in a
 	// group: of elements written with the same id (another time, another
 	// series) the answer keeps the first in its order. Elements written
-	// without an id are each their own (BanyanDB generates one).
+	// without an id are each their own (BanyanDB generates one). The
+	// answered id hashes group, name and written id, so keeping one
+	// element a written id of a group keeps one an answered id, as
+	// BanyanDB does.
 	type groupID struct{ group, id string }
 	seen := make(map[groupID]bool, len(all))
 	all = slices.DeleteFunc(all, func(k keyed) bool {
@@ -330,11 +334,21 @@ func (s *StreamService) Query(ctx context.Context, req *streamv1.QueryRequest) (
 	all = page(all, req.GetOffset(), req.GetLimit(), schema.DefaultStreamLimit)
 	resp := &streamv1.QueryResponse{Elements: make([]*streamv1.Element, len(all))}
 	for i, k := range all {
+		k.el.ElementId = answeredID(k.group, req.GetName(), k.series, k.ts, k.el.GetElementId())
 		resp.Elements[i] = k.el
 	}
 	tr.end(merge, "elements", strconv.Itoa(len(resp.Elements)))
 	resp.Trace = tr.finish()
 	return resp, nil
+}
+
+// answeredID is the element id in BanyanDB's form (see pkg/elementid);
+// storage and the merge above keep the id as written.
+func answeredID(group, name, series string, ts int64, written string) string {
+	if written == "" {
+		return elementid.Unnamed(group, name, series, ts)
+	}
+	return elementid.Of(group, name, written)
 }
 
 // maxCriteriaDepth bounds how deeply a query's criteria may nest; real

@@ -24,6 +24,7 @@ import (
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	"github.com/banyand-io/banyand/pkg/elementid"
 )
 
 // The load's schema and shape.
@@ -318,6 +319,22 @@ func (l *load) seqOf(id string) int64 {
 
 func (l *load) millis(seq int64) int64 { return l.base + seq/entities }
 
+// seqOfElement is the seq of an element answered for entity e: its
+// timestamp gives the seq, and its id must be the one answered for that
+// seq's written id (the liaison answers BanyanDB's hash of it); -1 if the
+// element is not one of this run's.
+func (l *load) seqOfElement(e int64, el *streamv1.Element) int64 {
+	k := el.GetTimestamp().AsTime().UnixMilli() - l.base
+	if k < 0 {
+		return -1
+	}
+	seq := k*entities + e
+	if el.GetElementId() != elementid.Of(group, streamName, l.elementID(seq)) {
+		return -1
+	}
+	return seq
+}
+
 func (l *load) writer(ctx context.Context) {
 	tick := time.NewTicker(sendEvery)
 	defer tick.Stop()
@@ -459,7 +476,7 @@ func (l *load) readBack(conn *grpc.ClientConn, n int64) (map[int64]int, error) {
 				return nil, status.Errorf(codes.Internal, "query entity %d [%d, %d) ms returned a full page of %d", e, from, to, queryLimit)
 			}
 			for _, el := range resp.GetElements() {
-				if seq := l.seqOf(el.GetElementId()); seq >= 0 {
+				if seq := l.seqOfElement(e, el); seq >= 0 {
 					seen[seq]++
 				}
 			}

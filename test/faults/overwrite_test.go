@@ -21,6 +21,7 @@ import (
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	streamv1 "github.com/banyand-io/banyand/api/proto/banyandb/stream/v1"
+	"github.com/banyand-io/banyand/pkg/elementid"
 )
 
 // The overwrite load: keys written again and again, each by one writer at
@@ -246,7 +247,7 @@ func (o *overwrites) verify(t *testing.T, conn *grpc.ClientConn) overwriteCounts
 		}
 		var read []int64
 		for _, el := range sr.GetElements() {
-			if el.GetElementId() == overwriteElementID(k) {
+			if el.GetElementId() == elementid.Of(group, streamName, overwriteElementID(k)) {
 				read = append(read, int64(binary.BigEndian.Uint64(el.GetTagFamilies()[0].GetTags()[0].GetValue().GetBinaryData())))
 			}
 		}
