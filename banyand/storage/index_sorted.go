@@ -89,8 +89,8 @@ func (e *termEval) orderedEntries(tag string, desc bool, terms *termQuery) ([]so
 	}
 	other := false
 	err := e.db.SortedRefs(e.ctx, e.seg, e.name, tagindex.SortSeries(nil, tag, tagindex.SortOther), math.MinInt64, math.MaxInt64, e.begin, e.end,
-		func(int64, tsdb.Ref) error { other = true; return errTooManyRefs })
-	if other || err != nil && !errors.Is(err, errTooManyRefs) {
+		func(int64, tsdb.Ref) error { other = true; return errFoundOne })
+	if other || err != nil && !errors.Is(err, errFoundOne) {
 		return nil, false, err
 	}
 	var only refSet
@@ -129,6 +129,10 @@ func (e *termEval) orderedEntries(tag string, desc bool, terms *termQuery) ([]so
 	}
 	return out, true, nil
 }
+
+// errFoundOne stops a scan that needs to know only whether there is a
+// record.
+var errFoundOne = errors.New("storage: found one")
 
 // lookupChunk bounds how many records an ordered read looks up at a time
 // between checks of whether the next can still make the cut: as many as
