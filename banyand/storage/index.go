@@ -314,7 +314,7 @@ func (e *termEval) eval(q *termQuery) (refSet, bool, error) {
 	var out refSet
 	for i, t := range q.terms {
 		set := refSet{}
-		err := e.db.IndexRefs(e.ctx, e.seg, e.name, t, e.begin, e.end, func(r tsdb.Ref) error {
+		err := e.db.IndexRefs(e.ctx, e.seg, e.name, t, e.begin, e.end, false, func(r tsdb.Ref) error {
 			if q.all && i > 0 {
 				if _, in := out[r]; !in {
 					return nil

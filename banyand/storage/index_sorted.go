@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"slices"
 
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	"github.com/banyand-io/banyand/banyand/storage/tsdb"
@@ -44,20 +43,30 @@ func (e *sortedEntry) key() *modelv1.TagValue {
 }
 
 // ints calls fn with the records whose value of tag is in [lo, hi], in
-// order.
-func (e *termEval) ints(tag string, lo, hi int64, fn func(value int64, r tsdb.Ref) error) error {
+// order (desc: the reverse).
+func (e *termEval) ints(tag string, lo, hi int64, desc bool, fn func(value int64, r tsdb.Ref) error) error {
 	if lo > hi {
 		return nil
 	}
+	sorted := tagindex.SortSeries(nil, tag, tagindex.SortInts)
 	if hi < math.MaxInt64 {
-		return e.db.SortedRefs(e.ctx, e.seg, e.name, tagindex.SortSeries(nil, tag, tagindex.SortInts), lo, hi+1, e.begin, e.end, fn)
+		return e.db.SortedRefs(e.ctx, e.seg, e.name, sorted, lo, hi+1, e.begin, e.end, desc, fn)
 	}
-	err := e.db.SortedRefs(e.ctx, e.seg, e.name, tagindex.SortSeries(nil, tag, tagindex.SortInts), lo, math.MaxInt64, e.begin, e.end, fn)
-	if err != nil {
-		return err
+	readSorted := func() error {
+		return e.db.SortedRefs(e.ctx, e.seg, e.name, sorted, lo, math.MaxInt64, e.begin, e.end, desc, fn)
 	}
 	maxTerm := tagindex.Series(nil, tag, tagindex.KindInt, tagindex.IntValue(nil, math.MaxInt64))
-	return e.db.IndexRefs(e.ctx, e.seg, e.name, maxTerm, e.begin, e.end, func(r tsdb.Ref) error { return fn(math.MaxInt64, r) })
+	readMax := func() error {
+		return e.db.IndexRefs(e.ctx, e.seg, e.name, maxTerm, e.begin, e.end, desc, func(r tsdb.Ref) error { return fn(math.MaxInt64, r) })
+	}
+	first, second := readSorted, readMax
+	if desc {
+		first, second = readMax, readSorted
+	}
+	if err := first(); err != nil {
+		return err
+	}
+	return second()
 }
 
 func (e *termEval) evalRange(q *termQuery) (refSet, bool, error) {
@@ -65,7 +74,7 @@ func (e *termEval) evalRange(q *termQuery) (refSet, bool, error) {
 		return nil, false, nil
 	}
 	out := refSet{}
-	err := e.ints(q.tag, q.lo, q.hi, func(_ int64, r tsdb.Ref) error {
+	err := e.ints(q.tag, q.lo, q.hi, false, func(_ int64, r tsdb.Ref) error {
 		out[r] = struct{}{}
 		if len(out) > maxIndexRefs {
 			return errTooManyRefs
@@ -78,56 +87,41 @@ func (e *termEval) evalRange(q *termQuery) (refSet, bool, error) {
 	return out, true, nil
 }
 
-// orderedEntries returns the records of the segment in the order of the
-// sorted tag (nulls lowest, then ints; p.desc reverses it), restricted to
-// those terms find when it can narrow them; ok is false when the index
-// cannot give that order: a write into the segment did not keep the tag
-// sorted, or a record holds a value of another type.
-func (e *termEval) orderedEntries(tag string, desc bool, terms *termQuery) ([]sortedEntry, bool, error) {
+// orderable reports whether the segment's sorted index gives the order
+// of tag: every write into it kept the tag sorted, and no record holds a
+// value of another type.
+func (e *termEval) orderable(tag string) (bool, error) {
 	if !e.sortedCovered(tag) {
-		return nil, false, nil
+		return false, nil
 	}
 	other := false
-	err := e.db.SortedRefs(e.ctx, e.seg, e.name, tagindex.SortSeries(nil, tag, tagindex.SortOther), math.MinInt64, math.MaxInt64, e.begin, e.end,
+	err := e.db.SortedRefs(e.ctx, e.seg, e.name, tagindex.SortSeries(nil, tag, tagindex.SortOther), math.MinInt64, math.MaxInt64, e.begin, e.end, false,
 		func(int64, tsdb.Ref) error { other = true; return errFoundOne })
-	if other || err != nil && !errors.Is(err, errFoundOne) {
-		return nil, false, err
+	if err != nil && !errors.Is(err, errFoundOne) {
+		return false, err
 	}
-	var only refSet
-	if terms != nil {
-		set, ok, err := e.eval(terms)
-		switch {
-		case err != nil && !errors.Is(err, errTooManyRefs):
-			return nil, false, err
-		case ok && err == nil:
-			only = set
-		}
+	return !other, nil
+}
+
+// eachOrdered calls fn with the segment's records in the order of the
+// sorted tag (nulls lowest, then ints; desc reverses it) until fn returns
+// an error.
+func (e *termEval) eachOrdered(tag string, desc bool, fn func(sortedEntry) error) error {
+	nulls := func() error {
+		return e.db.SortedRefs(e.ctx, e.seg, e.name, tagindex.SortSeries(nil, tag, tagindex.SortNulls), math.MinInt64, math.MaxInt64, e.begin, e.end, desc,
+			func(_ int64, r tsdb.Ref) error { return fn(sortedEntry{ref: r, null: true}) })
 	}
-	var out []sortedEntry
-	keep := func(r tsdb.Ref, value int64, null bool) {
-		if only != nil {
-			if _, in := only[r]; !in {
-				return
-			}
-		}
-		out = append(out, sortedEntry{ref: r, value: value, null: null})
+	ints := func() error {
+		return e.ints(tag, math.MinInt64, math.MaxInt64, desc, func(v int64, r tsdb.Ref) error { return fn(sortedEntry{ref: r, value: v}) })
 	}
-	err = e.db.SortedRefs(e.ctx, e.seg, e.name, tagindex.SortSeries(nil, tag, tagindex.SortNulls), math.MinInt64, math.MaxInt64, e.begin, e.end,
-		func(_ int64, r tsdb.Ref) error { keep(r, 0, true); return nil })
-	if err != nil {
-		return nil, false, err
-	}
-	err = e.ints(tag, math.MinInt64, math.MaxInt64, func(v int64, r tsdb.Ref) error {
-		keep(r, v, false)
-		return nil
-	})
-	if err != nil {
-		return nil, false, err
-	}
+	first, second := nulls, ints
 	if desc {
-		slices.Reverse(out)
+		first, second = ints, nulls
 	}
-	return out, true, nil
+	if err := first(); err != nil {
+		return err
+	}
+	return second()
 }
 
 // errFoundOne stops a scan that needs to know only whether there is a
@@ -142,10 +136,15 @@ const (
 	lookupChunkFull = 4
 )
 
+// errOrderDone ends an ordered read at the first record that cannot
+// make the cut.
+var errOrderDone = errors.New("storage: ordered read done")
+
 // readOrdered reads seg in the order of p.sortTag through its sorted
-// index, when it can (see orderedEntries), stopping at the first record
-// that cannot make top's cut; done is false when it cannot, and the
-// caller reads the segment otherwise.
+// index, when it can (orderable), restricted to what p.terms finds when
+// the indexes narrow it, looking records up a few at a time and stopping
+// at the first that cannot make top's cut; done is false when it cannot,
+// and the caller reads the segment otherwise.
 func (s *Store) readOrdered(ctx context.Context, db *tsdb.DB, seg tsdb.Segment, p *plan, group string, top *topN,
 	visit func(*tsdb.Item) error,
 ) (done bool, err error) {
@@ -153,9 +152,18 @@ func (s *Store) readOrdered(ctx context.Context, db *tsdb.DB, seg tsdb.Segment, 
 	if err != nil || !ok {
 		return false, err
 	}
-	entries, ok, err := e.orderedEntries(p.sortTag, p.desc, p.terms)
-	if err != nil || !ok {
+	if ok, err := e.orderable(p.sortTag); err != nil || !ok {
 		return false, err
+	}
+	var only refSet
+	if p.terms != nil {
+		set, ok, err := e.eval(p.terms)
+		switch {
+		case err != nil && !errors.Is(err, errTooManyRefs):
+			return false, err
+		case ok && err == nil:
+			only = set
+		}
 	}
 	p.stats.segments++
 	p.stats.indexed++
@@ -163,30 +171,48 @@ func (s *Store) readOrdered(ctx context.Context, db *tsdb.DB, seg tsdb.Segment, 
 		p.stats.scanned++
 		return visit(it)
 	}
-	seen := make(map[tsdb.Ref]struct{}, min(len(entries), p.n))
+	seen := map[tsdb.Ref]struct{}{}
 	chunk := make([]tsdb.Ref, 0, lookupChunk)
-	for i := 0; i < len(entries); {
-		next := &entries[i]
-		probe := hit{ts: next.ref.Timestamp, group: group, hash: next.ref.SeriesHash, eid: []byte(next.ref.ElementID), key: next.key()}
-		if !top.wants(&probe) {
-			break // every later record comes after it
+	flush := func() error {
+		if len(chunk) == 0 {
+			return nil
 		}
+		err := db.Lookup(ctx, seg, p.name, chunk, counted)
 		chunk = chunk[:0]
+		return err
+	}
+	err = e.eachOrdered(p.sortTag, p.desc, func(en sortedEntry) error {
+		if only != nil {
+			if _, in := only[en.ref]; !in {
+				return nil
+			}
+		}
+		if _, dup := seen[en.ref]; dup {
+			return nil // an earlier value's entry of a record written again
+		}
+		probe := hit{ts: en.ref.Timestamp, group: group, hash: en.ref.SeriesHash, eid: []byte(en.ref.ElementID), key: en.key()}
+		if !top.wants(&probe) {
+			if err := flush(); err != nil {
+				return err
+			}
+			return errOrderDone // every later record comes after it
+		}
+		seen[en.ref] = struct{}{}
+		chunk = append(chunk, en.ref)
 		size := lookupChunkFull
 		if !top.full() {
 			size = min(max(top.n-len(top.hits), lookupChunkFull), lookupChunk)
 		}
-		for ; i < len(entries) && len(chunk) < size; i++ {
-			r := entries[i].ref
-			if _, dup := seen[r]; dup {
-				continue // an earlier value's entry of a record written again
-			}
-			seen[r] = struct{}{}
-			chunk = append(chunk, r)
+		if len(chunk) >= size {
+			return flush()
 		}
-		if err := db.Lookup(ctx, seg, p.name, chunk, counted); err != nil {
-			return true, err
-		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errOrderDone):
+		return true, nil
+	case err != nil:
+		return true, err
 	}
-	return true, nil
+	return true, flush()
 }

@@ -161,9 +161,10 @@ type Ref struct {
 
 // IndexRefs calls fn with the records of name in seg that term (a term
 // series) finds with a timestamp in [begin, end), in key order of the
-// index: by timestamp, then series. An error from fn stops the scan.
-func (db *DB) IndexRefs(ctx context.Context, seg Segment, name string, term []byte, begin, end int64, fn func(Ref) error) error {
-	return db.ScanSegment(ctx, seg, Scan{Name: IndexName(name), Begin: begin, End: end, SeriesKey: term},
+// index: by timestamp, then series. An error from fn stops the scan;
+// desc reads it backwards.
+func (db *DB) IndexRefs(ctx context.Context, seg Segment, name string, term []byte, begin, end int64, desc bool, fn func(Ref) error) error {
+	return db.scanSeries(ctx, seg, Scan{Name: IndexName(name), Begin: begin, End: end, SeriesKey: term}, desc,
 		func(it *Item) error {
 			if len(it.ElementID) < 8 {
 				return fmt.Errorf("tsdb: index entry of %v/%s: %w", seg, name, errMalformed)
@@ -174,12 +175,12 @@ func (db *DB) IndexRefs(ctx context.Context, seg Segment, name string, term []by
 
 // SortedRefs calls fn with the records of name in seg that a sorted
 // series holds with a value in [lo, hi) and a timestamp in [begin, end),
-// in order of value, then timestamp, series hash and element id. An error
-// from fn stops the scan.
-func (db *DB) SortedRefs(ctx context.Context, seg Segment, name string, series []byte, lo, hi, begin, end int64,
+// in order of value, then timestamp, series hash and element id (desc:
+// the reverse). An error from fn stops the scan.
+func (db *DB) SortedRefs(ctx context.Context, seg Segment, name string, series []byte, lo, hi, begin, end int64, desc bool,
 	fn func(value int64, r Ref) error,
 ) error {
-	return db.ScanSegment(ctx, seg, Scan{Name: IndexName(name), Begin: lo, End: hi, SeriesKey: series},
+	return db.scanSeries(ctx, seg, Scan{Name: IndexName(name), Begin: lo, End: hi, SeriesKey: series}, desc,
 		func(it *Item) error {
 			if len(it.ElementID) < 16 {
 				return fmt.Errorf("tsdb: sorted index entry of %v/%s: %w", seg, name, errMalformed)
@@ -190,6 +191,14 @@ func (db *DB) SortedRefs(ctx context.Context, seg Segment, name string, series [
 			}
 			return fn(it.Timestamp, Ref{SeriesHash: binary.BigEndian.Uint64(it.ElementID[8:]), Timestamp: ts, ElementID: string(it.ElementID[16:])})
 		})
+}
+
+// scanSeries scans one series forwards or, when desc, backwards.
+func (db *DB) scanSeries(ctx context.Context, seg Segment, s Scan, desc bool, fn func(*Item) error) error {
+	if desc {
+		return db.ScanSeriesReverse(ctx, seg, s, fn)
+	}
+	return db.ScanSegment(ctx, seg, s, fn)
 }
 
 // Lookup calls fn with the record of name in seg that each ref locates,
