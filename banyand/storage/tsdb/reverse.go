@@ -51,7 +51,7 @@ func (db *DB) ScanSeriesReverse(ctx context.Context, seg Segment, s Scan, fn fun
 		}
 		var suffix, value []byte
 		prev := false // step Pebble's iterator back once the record is used
-		c := 1 // > 0: the buffer's record comes first (is greater)
+		c := 1        // > 0: the buffer's record comes first (is greater)
 		if valid {
 			c = -1
 			if i >= 0 {
