@@ -2,6 +2,7 @@ package cli
 
 import (
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -41,5 +42,45 @@ func TestProcsApplySetsGOMAXPROCS(t *testing.T) {
 	n, _ := p.apply(func(string) (string, bool) { return "", false })
 	if n != before+extraProcs || runtime.GOMAXPROCS(0) != n {
 		t.Fatalf("apply gave %d and GOMAXPROCS is %d, want %d", n, runtime.GOMAXPROCS(0), before+extraProcs)
+	}
+}
+
+// The collector's target: the flag beats the environment variable, which
+// beats the role's default; an unreadable environment value is ignored,
+// as the runtime ignores it.
+func TestGCPercentChoice(t *testing.T) {
+	for _, tc := range []struct {
+		flag   int
+		env    string
+		envSet bool
+		want   int
+		source string
+	}{
+		{0, "", false, liaisonGCPercent, "role's default"},
+		{0, "250", true, 250, "GOGC environment"},
+		{0, "off", true, -1, "GOGC environment"},
+		{0, "lots", true, liaisonGCPercent, "role's default"},
+		{150, "250", true, 150, "--gc-percent"},
+		{-1, "", false, -1, "--gc-percent"},
+	} {
+		g := gcConfig{percent: tc.flag, role: liaisonGCPercent}
+		got, source := g.choose(tc.env, tc.envSet)
+		if got != tc.want || !strings.Contains(source, tc.source) {
+			t.Errorf("flag %d, env %q (%v): %d (%s), want %d (%s)", tc.flag, tc.env, tc.envSet, got, source, tc.want, tc.source)
+		}
+	}
+	if _, err := execute(t, nil, "liaison", "--gc-percent", "-2"); err == nil || !strings.Contains(err.Error(), "--gc-percent -2") {
+		t.Errorf("--gc-percent -2: %v, want a validation error naming the flag", err)
+	}
+}
+
+// apply sets the runtime's target to what choose picks.
+func TestGCPercentApply(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	g := gcConfig{role: liaisonGCPercent}
+	n, _ := g.apply(func(string) (string, bool) { return "", false })
+	if got := debug.SetGCPercent(100); n != liaisonGCPercent || got != liaisonGCPercent {
+		t.Fatalf("apply gave %d and the runtime had %d, want %d", n, got, liaisonGCPercent)
 	}
 }

@@ -39,6 +39,7 @@ type Role interface {
 type roleCommand struct {
 	use, short, long string
 	role             Role
+	gcPercent        int // the role's default GOGC (gc.go)
 }
 
 // Main runs the command line and returns the process exit code.
@@ -85,6 +86,7 @@ func newRoot(stdout, stderr io.Writer, lookup func(string) (string, bool)) *cobr
 func newRoleCommand(rc roleCommand, logCfg *logConfig, stderr io.Writer, lookup func(string) (string, bool)) *cobra.Command {
 	var groupCfg run.Config
 	var procs procsConfig
+	gc := gcConfig{role: rc.gcPercent}
 	cmd := &cobra.Command{
 		Use:   rc.use,
 		Short: rc.short,
@@ -97,10 +99,11 @@ func newRoleCommand(rc roleCommand, logCfg *logConfig, stderr io.Writer, lookup 
 			if printOnly, _ := cmd.Flags().GetBool(printConfigFlag); printOnly {
 				return printConfig(cmd, cmd.OutOrStdout())
 			}
-			if err := errors.Join(logCfg.Validate(), rc.role.Validate(), procs.validate()); err != nil {
+			if err := errors.Join(logCfg.Validate(), rc.role.Validate(), procs.validate(), gc.validate()); err != nil {
 				return fmt.Errorf("invalid configuration: %w", err)
 			}
 			n, source := procs.apply(lookup)
+			gcPercent, gcSource := gc.apply(lookup)
 			logger := logCfg.newLogger(stderr).With("role", rc.use)
 			comps, err := rc.role.Components(logger)
 			if err != nil {
@@ -113,13 +116,15 @@ func newRoleCommand(rc roleCommand, logCfg *logConfig, stderr io.Writer, lookup 
 			}
 			ctx, stop := run.SignalContext(context.Background())
 			defer stop()
-			logger.Info("banyand starting", "version", versionString(), "gomaxprocs", n, "gomaxprocs_from", source)
+			logger.Info("banyand starting", "version", versionString(), "gomaxprocs", n, "gomaxprocs_from", source,
+				"gc_percent", gcPercent, "gc_percent_from", gcSource)
 			return g.Run(ctx)
 		},
 	}
 	rc.role.RegisterFlags(cmd.Flags())
 	groupCfg.RegisterFlags(cmd.Flags())
 	procs.register(cmd.Flags())
+	gc.register(cmd.Flags())
 	registerPrintConfigFlag(cmd.Flags())
 	annotateEnv(cmd.Flags())
 	return cmd
