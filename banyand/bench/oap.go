@@ -308,8 +308,8 @@ var oapLog = oapLayout{
 			value: func(m *messages, seq int64, b []byte) []byte { return appendIntTag(b, seq%oapLogsPerSegment) }},
 		{name: "content_type", tag: databasev1.TagType_TAG_TYPE_INT, // storageOnly
 			value: func(_ *messages, _ int64, b []byte) []byte { return appendIntTag(b, 1) }}, // TEXT
-		{name: "content", tag: databasev1.TagType_TAG_TYPE_STRING, rule: databasev1.IndexRule_TYPE_INVERTED,
-			value: func(m *messages, _ int64, b []byte) []byte { return appendStrTag(b, m.oapContent()) }},
+		{name: "content", tag: databasev1.TagType_TAG_TYPE_STRING, rule: databasev1.IndexRule_TYPE_INVERTED, varies: oapPerMessage,
+			value: func(m *messages, seq int64, b []byte) []byte { return appendStrTag(b, m.oapLogLine(seq)) }},
 		{name: "timestamp", tag: databasev1.TagType_TAG_TYPE_INT, varies: oapPerMessage, // the timestamp column: not indexed
 			value: func(m *messages, seq int64, b []byte) []byte { return appendIntTag(b, m.millis(seq)) }},
 		{name: "tags_raw_data", tag: databasev1.TagType_TAG_TYPE_DATA_BINARY, // storageOnly
@@ -361,12 +361,28 @@ func (m *messages) oapTraceID(seq, per int64) string {
 	return fmt.Sprintf("%s%015x%08x.%d.%d", m.runID[1:], e, r/per, 40+e%200, m.millis(first)*10000+first%10000)
 }
 
-// oapContent is a log line of --payload-bytes: the payload's bytes
-// mapped to letters and spaces.
-func (m *messages) oapContent() string {
-	b := make([]byte, len(m.payload))
-	for i, c := range m.payload {
+// oapText is the text of the run's log lines: the payload's bytes mapped
+// to letters and spaces.
+func oapText(payload []byte) string {
+	b := make([]byte, len(payload))
+	for i, c := range payload {
 		b[i] = "abcdefghijklmnopqrstuvwxyz     "[c%31]
 	}
 	return string(b)
+}
+
+// oapLogLine is message seq's log line, --payload-bytes long: a line of
+// its own, as a log's are (the content is indexed whole), its time and
+// seq first, then the run's text.
+func (m *messages) oapLogLine(seq int64) string {
+	b := make([]byte, 0, max(len(m.oap.text), 40))
+	b = strconv.AppendInt(b, m.millis(seq), 10)
+	b = append(b, " INFO [exec-"...)
+	b = strconv.AppendInt(b, seq%200, 10)
+	b = append(b, "] order "...)
+	b = strconv.AppendInt(b, seq, 10)
+	if len(b) >= len(m.oap.text) {
+		return string(b[:len(m.oap.text)])
+	}
+	return string(append(b, m.oap.text[len(b):]...))
 }

@@ -174,7 +174,7 @@ func refOAPValues(m *messages, seq int64) (tags map[string]*modelv1.TagValue, fi
 		"trace_segment_id":    str(m.oapTraceID(seq, oapLogsPerSegment)),
 		"span_id":             num(seq % oapLogsPerSegment),
 		"content_type":        num(1),
-		"content":             str(m.oapContent()),
+		"content":             str(m.oapLogLine(seq)),
 		"timestamp":           num(m.millis(seq)),
 		"tags_raw_data":       {Value: &modelv1.TagValue_BinaryData{BinaryData: oapLogTags}},
 		"tags":                {Value: &modelv1.TagValue_StrArray{StrArray: &modelv1.StrArray{Value: []string{"level=INFO"}}}},

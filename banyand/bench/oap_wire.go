@@ -24,6 +24,8 @@ type oapEncoding struct {
 	// value of column c when there are few enough entities to keep.
 	cached    [][]byte
 	perEntity [][][]byte
+	// text is the run's log text (oapLogLine).
+	text string
 }
 
 // oapElementIDLen is the length of an oap stream element id, a log's
@@ -32,7 +34,8 @@ const oapElementIDLen = 32
 
 // newOAPEncoding orders and encodes layout's values for the run m.
 func newOAPEncoding(m *messages, layout *oapLayout) *oapEncoding {
-	o := &oapEncoding{layout: layout, cached: make([][]byte, len(layout.cols)), perEntity: make([][][]byte, len(layout.cols))}
+	o := &oapEncoding{layout: layout, cached: make([][]byte, len(layout.cols)), perEntity: make([][][]byte, len(layout.cols)), text: oapText(m.payload)}
+	m.oap = o
 	index := map[string]int{}
 	for i, c := range layout.cols {
 		index[c.name] = i
