@@ -231,10 +231,10 @@ func (c Config) resolved() Config {
 	if l := oapLayoutOf(c.Kind); c.Shape == ShapeOAP && l != nil {
 		// OAP's own group and name, unless told otherwise.
 		if c.Group == "" {
-			c.Group = l.group
+			c.Group = l.model.Group
 		}
 		if c.Name == "" {
-			c.Name = l.name
+			c.Name = l.model.Name
 		}
 	}
 	if c.Group == "" {

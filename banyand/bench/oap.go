@@ -7,16 +7,16 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
+	"github.com/banyand-io/banyand/internal/oaplayout"
 )
 
 // The oap shape (--shape oap) writes what SkyWalking OAP 10.4's BanyanDB
-// storage plugin writes for two of its busiest models, laid out as its
-// MetadataRegistry lays them out:
+// storage plugin writes for two of its busiest models, laid out by
+// internal/oaplayout as its MetadataRegistry lays them out:
 //
 //   - a measure: an OAL service metric at minute downsampling,
 //     service_resp_time_minute in sw_metricsMinute (LongAvgMetrics, with
@@ -24,22 +24,13 @@ import (
 //   - a stream: LogRecord, "log" in sw_recordsLog. (OAP 10.4 keeps
 //     segments in a trace, sw_trace/segment, which --kind trace imitates.)
 //
-// The rules MetadataRegistry applies: every column but time_bucket is a
-// tag, except a measure's @BanyanDB.MeasureField columns, which are fields
-// (int: GORILLA encoded; all ZSTD compressed); a tag that OAP indexes
-// (not storageOnly, no @BanyanDB.NoIndexing, not the timestamp column, not
-// a series id without analyzer) gets an index rule named after it, of the
-// column's @BanyanDB.IndexRule type (inverted unless said), no_sort unless
-// @BanyanDB.EnableSort, and goes to family "searchable"; every other tag
-// to "storage-only". The schema lists "storage-only" first (a Java HashMap
-// iterates it first) and the tags in the model's column order (a class's
-// own fields before its superclass's); OAP writes families, tags and
-// fields in alphabetical order with the spec (--flush-size).
+// OAP writes families, tags and fields in alphabetical order with the
+// spec (--flush-size).
 
 // Family names of OAP's measures and streams.
 const (
-	famSearchable  = "searchable"
-	famStorageOnly = "storage-only"
+	famSearchable  = oaplayout.Searchable
+	famStorageOnly = oaplayout.StorageOnly
 )
 
 // oapVaries says how often a column's value changes, so the encoder can
@@ -52,33 +43,23 @@ const (
 	oapPerMessage
 )
 
-// oapColumn is one column of an OAP model, as the storage plugin maps it.
+// oapColumn is one column of an OAP model and the values the tool
+// writes in it.
 type oapColumn struct {
-	name     string
-	tag      databasev1.TagType   // a tag's type, unset for a field
-	field    databasev1.FieldType // a measure field's type, unset for a tag
-	seriesID bool                 // @BanyanDB.SeriesID: part of the entity, in index order
-	// rule is the type of the index rule OAP makes for the tag; unset:
-	// none, the tag goes to storage-only.
-	rule   databasev1.IndexRule_Type
+	oaplayout.Column
 	varies oapVaries
 	// value appends message seq's value, an encoded model.v1.TagValue (a
 	// tag) or FieldValue (a field).
 	value func(m *messages, seq int64, b []byte) []byte
 }
 
-func (c *oapColumn) family() string {
-	if c.rule != databasev1.IndexRule_TYPE_UNSPECIFIED {
-		return famSearchable
-	}
-	return famStorageOnly
-}
+func (c *oapColumn) isField() bool { return c.Field != databasev1.FieldType_FIELD_TYPE_UNSPECIFIED }
 
-// oapLayout is one OAP model: its place, columns and bydb.yml group.
+// oapLayout is one OAP model, its bydb.yml group and its values.
 type oapLayout struct {
-	group, name string
-	interval    string // measures: downSamplingDuration(...).format()
-	ttlDays     uint32 // bydb.yml's hot stage ttl; one-day segments
+	// model is the model in OAP's group and name; cols are its columns.
+	model   oaplayout.Model
+	ttlDays uint32 // bydb.yml's hot stage ttl; one-day segments
 	// stepMillis is the time between an entity's messages: a minute
 	// metric's time bucket, a millisecond for records.
 	stepMillis int64
@@ -96,34 +77,25 @@ func oapLayoutOf(kind string) *oapLayout {
 	return nil
 }
 
-func (l *oapLayout) tagFamilies() []*databasev1.TagFamilySpec {
-	var out []*databasev1.TagFamilySpec
-	for _, fam := range []string{famStorageOnly, famSearchable} {
-		spec := &databasev1.TagFamilySpec{Name: fam}
-		for _, c := range l.cols {
-			if c.tag != databasev1.TagType_TAG_TYPE_UNSPECIFIED && c.family() == fam {
-				spec.Tags = append(spec.Tags, &databasev1.TagSpec{Name: c.name, Type: c.tag})
-			}
-		}
-		if len(spec.Tags) > 0 {
-			out = append(out, spec)
-		}
+// in is the model in md's group and name.
+func (l *oapLayout) in(md *commonv1.Metadata) *oaplayout.Model {
+	m := l.model
+	m.Group, m.Name = md.GetGroup(), md.GetName()
+	m.Columns = make([]oaplayout.Column, len(l.cols))
+	for i, c := range l.cols {
+		m.Columns[i] = c.Column
 	}
-	return out
+	return &m
 }
 
-func (l *oapLayout) entity() *databasev1.Entity {
-	e := &databasev1.Entity{}
-	for _, c := range l.entityColumns() {
-		e.TagNames = append(e.TagNames, c.name)
-	}
-	return e
+func (l *oapLayout) tagFamilies() []*databasev1.TagFamilySpec {
+	return l.in(l.model.Metadata()).TagFamilies()
 }
 
 func (l *oapLayout) entityColumns() []*oapColumn {
 	var cols []*oapColumn
 	for i := range l.cols {
-		if l.cols[i].seriesID {
+		if l.cols[i].SeriesID {
 			cols = append(cols, &l.cols[i])
 		}
 	}
@@ -133,58 +105,28 @@ func (l *oapLayout) entityColumns() []*oapColumn {
 func (l *oapLayout) fieldColumns() []*oapColumn {
 	var cols []*oapColumn
 	for i := range l.cols {
-		if l.cols[i].field != databasev1.FieldType_FIELD_TYPE_UNSPECIFIED {
+		if l.cols[i].isField() {
 			cols = append(cols, &l.cols[i])
 		}
 	}
 	return cols
 }
 
-func (l *oapLayout) measure(md *commonv1.Metadata) *databasev1.Measure {
-	ms := &databasev1.Measure{Metadata: proto.CloneOf(md), Interval: l.interval, Entity: l.entity(), TagFamilies: l.tagFamilies()}
-	for _, c := range l.fieldColumns() {
-		f := &databasev1.FieldSpec{Name: c.name, FieldType: c.field, CompressionMethod: databasev1.CompressionMethod_COMPRESSION_METHOD_ZSTD}
-		if c.field == databasev1.FieldType_FIELD_TYPE_INT {
-			f.EncodingMethod = databasev1.EncodingMethod_ENCODING_METHOD_GORILLA
-		}
-		ms.Fields = append(ms.Fields, f)
-	}
-	return ms
-}
+func (l *oapLayout) measure(md *commonv1.Metadata) *databasev1.Measure { return l.in(md).Measure() }
 
-func (l *oapLayout) stream(md *commonv1.Metadata) *databasev1.Stream {
-	return &databasev1.Stream{Metadata: proto.CloneOf(md), Entity: l.entity(), TagFamilies: l.tagFamilies()}
-}
+func (l *oapLayout) stream(md *commonv1.Metadata) *databasev1.Stream { return l.in(md).Stream() }
 
 // indexRules are the rules OAP creates in md's group, one a tag.
 func (l *oapLayout) indexRules(md *commonv1.Metadata) []*databasev1.IndexRule {
-	var rules []*databasev1.IndexRule
-	for _, c := range l.cols {
-		if c.rule == databasev1.IndexRule_TYPE_UNSPECIFIED {
-			continue
-		}
-		rules = append(rules, &databasev1.IndexRule{
-			Metadata: &commonv1.Metadata{Group: md.GetGroup(), Name: c.name},
-			Tags:     []string{c.name},
-			Type:     c.rule,
-			NoSort:   true, // none of these columns has @BanyanDB.EnableSort
-		})
-	}
-	return rules
+	return l.in(md).IndexRules()
 }
 
-// binding is BanyanDBIndexInstaller's binding of the rules to md: named
-// after its subject, from now to 2099-01-01 as OAP's client fills it.
-func (l *oapLayout) binding(md *commonv1.Metadata, catalog commonv1.Catalog, now time.Time) *databasev1.IndexRuleBinding {
-	b := &databasev1.IndexRuleBinding{
-		Metadata: proto.CloneOf(md),
-		Subject:  &databasev1.Subject{Catalog: catalog, Name: md.GetName()},
-		BeginAt:  timestamppb.New(now),
-		ExpireAt: timestamppb.New(time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)),
-	}
-	for _, r := range l.indexRules(md) {
-		b.Rules = append(b.Rules, r.GetMetadata().GetName())
-	}
+// binding is BanyanDBIndexInstaller's binding of the rules to md, from now
+// to 2099-01-01 as OAP's client fills it.
+func (l *oapLayout) binding(md *commonv1.Metadata, now time.Time) *databasev1.IndexRuleBinding {
+	b := l.in(md).Binding(l.indexRules(md))
+	b.BeginAt = timestamppb.New(now)
+	b.ExpireAt = timestamppb.New(time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC))
 	return b
 }
 
@@ -231,44 +173,51 @@ func (m *messages) oapServiceID(svc int64) string {
 	return oapID(m.runID+"::service-"+strconv.FormatInt(svc, 10)) + ".1"
 }
 
+// Column kinds of the layouts below.
+var (
+	oapString = oaplayout.Column{Tag: databasev1.TagType_TAG_TYPE_STRING, Indexed: true}
+	oapInt    = oaplayout.Column{Tag: databasev1.TagType_TAG_TYPE_INT, Indexed: true}
+	oapField  = oaplayout.Column{Field: databasev1.FieldType_FIELD_TYPE_INT}
+)
+
+// col is a column of kind named name.
+func col(kind oaplayout.Column, name string, varies oapVaries, value func(*messages, int64, []byte) []byte) oapColumn {
+	kind.Name = name
+	return oapColumn{Column: kind, varies: varies, value: value}
+}
+
 // The measure: service_resp_time = from(Service.latency).longAvg()
 // .decorator("ServiceDecorator"). The generated class has entity_id (the
 // series id) and the source's attr0..attr5 (attr0 is the service's layer,
 // the others left null); LongAvgMetrics adds the fields summation, count
 // and value. A point is one service's minute: entity e is service e.
 var oapServiceRespTime = oapLayout{
-	group: "sw_metricsMinute", name: "service_resp_time_minute", interval: "1m", ttlDays: 7,
-	stepMillis: time.Minute.Milliseconds(),
-	cols: append(append([]oapColumn{{
-		name: "entity_id", tag: databasev1.TagType_TAG_TYPE_STRING, seriesID: true, varies: oapPerEntity,
-		value: func(m *messages, seq int64, b []byte) []byte { return appendStrTag(b, m.oapServiceID(m.entity(seq))) },
-	}}, oapAttrs()...),
-		oapColumn{name: "summation", field: databasev1.FieldType_FIELD_TYPE_INT, varies: oapPerMessage,
-			value: func(m *messages, seq int64, b []byte) []byte {
-				s, _, _ := oapRespTime(seq)
-				return appendIntField(b, s)
-			}},
-		oapColumn{name: "count", field: databasev1.FieldType_FIELD_TYPE_INT, varies: oapPerMessage,
-			value: func(m *messages, seq int64, b []byte) []byte {
-				_, c, _ := oapRespTime(seq)
-				return appendIntField(b, c)
-			}},
-		oapColumn{name: "value", field: databasev1.FieldType_FIELD_TYPE_INT, varies: oapPerMessage,
-			value: func(m *messages, seq int64, b []byte) []byte {
-				_, _, v := oapRespTime(seq)
-				return appendIntField(b, v)
-			}},
-	),
-}
-
-// oapAttrs are the decorator's attr0..attr5: indexed strings.
-func oapAttrs() []oapColumn {
-	cols := make([]oapColumn, 6)
-	for i := range cols {
-		cols[i] = oapColumn{name: fmt.Sprintf("attr%d", i), tag: databasev1.TagType_TAG_TYPE_STRING, rule: databasev1.IndexRule_TYPE_INVERTED, value: nullTag}
-	}
-	cols[0].value = constStr("GENERAL")
-	return cols
+	model: oaplayout.Model{
+		Group: "sw_metricsMinute", Name: "service_resp_time_minute", Catalog: commonv1.Catalog_CATALOG_MEASURE, Interval: "1m",
+	},
+	ttlDays: 7, stepMillis: time.Minute.Milliseconds(),
+	cols: []oapColumn{
+		{Column: oaplayout.Column{Name: "entity_id", Tag: databasev1.TagType_TAG_TYPE_STRING, SeriesID: true, Indexed: true}, varies: oapPerEntity,
+			value: func(m *messages, seq int64, b []byte) []byte { return appendStrTag(b, m.oapServiceID(m.entity(seq))) }},
+		col(oapString, "attr0", oapConst, constStr("GENERAL")),
+		col(oapString, "attr1", oapConst, nullTag),
+		col(oapString, "attr2", oapConst, nullTag),
+		col(oapString, "attr3", oapConst, nullTag),
+		col(oapString, "attr4", oapConst, nullTag),
+		col(oapString, "attr5", oapConst, nullTag),
+		col(oapField, "summation", oapPerMessage, func(m *messages, seq int64, b []byte) []byte {
+			s, _, _ := oapRespTime(seq)
+			return appendIntField(b, s)
+		}),
+		col(oapField, "count", oapPerMessage, func(m *messages, seq int64, b []byte) []byte {
+			_, c, _ := oapRespTime(seq)
+			return appendIntField(b, c)
+		}),
+		col(oapField, "value", oapPerMessage, func(m *messages, seq int64, b []byte) []byte {
+			_, _, v := oapRespTime(seq)
+			return appendIntField(b, v)
+		}),
+	},
 }
 
 // oapRespTime is message seq's minute of a service: calls and their
@@ -284,37 +233,35 @@ func oapRespTime(seq int64) (summation, count, value int64) {
 // columns. Entity e is instance e mod 10 of service e div 10; each message
 // is one log line of a trace's segment, --payload-bytes of text.
 var oapLog = oapLayout{
-	group: "sw_recordsLog", name: "log", ttlDays: 3, stepMillis: 1,
+	model:   oaplayout.Model{Group: "sw_recordsLog", Name: "log", Catalog: commonv1.Catalog_CATALOG_STREAM, TimestampColumn: "timestamp"},
+	ttlDays: 3, stepMillis: 1,
 	cols: []oapColumn{
-		{name: "unique_id", tag: databasev1.TagType_TAG_TYPE_STRING, rule: databasev1.IndexRule_TYPE_INVERTED, varies: oapPerMessage,
-			value: func(m *messages, seq int64, b []byte) []byte { return appendStrTag(b, m.elementID(seq)) }},
-		{name: "service_id", tag: databasev1.TagType_TAG_TYPE_STRING, seriesID: true, varies: oapPerEntity,
+		col(oapString, "unique_id", oapPerMessage, func(m *messages, seq int64, b []byte) []byte { return appendStrTag(b, m.elementID(seq)) }),
+		{Column: oaplayout.Column{Name: "service_id", Tag: databasev1.TagType_TAG_TYPE_STRING, SeriesID: true, Indexed: true}, varies: oapPerEntity,
 			value: func(m *messages, seq int64, b []byte) []byte {
 				return appendStrTag(b, m.oapServiceID(m.entity(seq)/instancesPerService))
 			}},
-		{name: "service_instance_id", tag: databasev1.TagType_TAG_TYPE_STRING, seriesID: true, varies: oapPerEntity,
+		{Column: oaplayout.Column{Name: "service_instance_id", Tag: databasev1.TagType_TAG_TYPE_STRING, SeriesID: true, Indexed: true}, varies: oapPerEntity,
 			value: func(m *messages, seq int64, b []byte) []byte { return appendStrTag(b, m.oapInstanceID(m.entity(seq))) }},
-		{name: "endpoint_id", tag: databasev1.TagType_TAG_TYPE_STRING, rule: databasev1.IndexRule_TYPE_INVERTED, varies: oapPerEntity,
-			value: func(m *messages, seq int64, b []byte) []byte { return appendStrTag(b, m.oapEndpointID(m.entity(seq))) }},
-		{name: "trace_id", tag: databasev1.TagType_TAG_TYPE_STRING, rule: databasev1.IndexRule_TYPE_SKIPPING, varies: oapPerMessage,
+		col(oapString, "endpoint_id", oapPerEntity, func(m *messages, seq int64, b []byte) []byte {
+			return appendStrTag(b, m.oapEndpointID(m.entity(seq)))
+		}),
+		{Column: oaplayout.Column{Name: "trace_id", Tag: databasev1.TagType_TAG_TYPE_STRING, Indexed: true, IndexType: databasev1.IndexRule_TYPE_SKIPPING}, varies: oapPerMessage,
 			value: func(m *messages, seq int64, b []byte) []byte {
 				return appendStrTag(b, m.oapTraceID(seq, oapLogsPerTrace))
 			}},
-		{name: "trace_segment_id", tag: databasev1.TagType_TAG_TYPE_STRING, rule: databasev1.IndexRule_TYPE_INVERTED, varies: oapPerMessage,
-			value: func(m *messages, seq int64, b []byte) []byte {
-				return appendStrTag(b, m.oapTraceID(seq, oapLogsPerSegment))
-			}},
-		{name: "span_id", tag: databasev1.TagType_TAG_TYPE_INT, varies: oapPerMessage, // @BanyanDB.NoIndexing
+		col(oapString, "trace_segment_id", oapPerMessage, func(m *messages, seq int64, b []byte) []byte {
+			return appendStrTag(b, m.oapTraceID(seq, oapLogsPerSegment))
+		}),
+		{Column: oaplayout.Column{Name: "span_id", Tag: databasev1.TagType_TAG_TYPE_INT}, varies: oapPerMessage, // @BanyanDB.NoIndexing
 			value: func(m *messages, seq int64, b []byte) []byte { return appendIntTag(b, seq%oapLogsPerSegment) }},
-		{name: "content_type", tag: databasev1.TagType_TAG_TYPE_INT, // storageOnly
+		{Column: oaplayout.Column{Name: "content_type", Tag: databasev1.TagType_TAG_TYPE_INT}, // storageOnly
 			value: func(_ *messages, _ int64, b []byte) []byte { return appendIntTag(b, 1) }}, // TEXT
-		{name: "content", tag: databasev1.TagType_TAG_TYPE_STRING, rule: databasev1.IndexRule_TYPE_INVERTED, varies: oapPerMessage,
-			value: func(m *messages, seq int64, b []byte) []byte { return appendStrTag(b, m.oapLogLine(seq)) }},
-		{name: "timestamp", tag: databasev1.TagType_TAG_TYPE_INT, varies: oapPerMessage, // the timestamp column: not indexed
-			value: func(m *messages, seq int64, b []byte) []byte { return appendIntTag(b, m.millis(seq)) }},
-		{name: "tags_raw_data", tag: databasev1.TagType_TAG_TYPE_DATA_BINARY, // storageOnly
+		col(oapString, "content", oapPerMessage, func(m *messages, seq int64, b []byte) []byte { return appendStrTag(b, m.oapLogLine(seq)) }),
+		col(oapInt, "timestamp", oapPerMessage, func(m *messages, seq int64, b []byte) []byte { return appendIntTag(b, m.millis(seq)) }),
+		{Column: oaplayout.Column{Name: "tags_raw_data", Tag: databasev1.TagType_TAG_TYPE_DATA_BINARY}, // storageOnly
 			value: func(_ *messages, _ int64, b []byte) []byte { return appendField(b, 6, oapLogTags) }},
-		{name: "tags", tag: databasev1.TagType_TAG_TYPE_STRING_ARRAY, rule: databasev1.IndexRule_TYPE_INVERTED,
+		{Column: oaplayout.Column{Name: "tags", Tag: databasev1.TagType_TAG_TYPE_STRING_ARRAY, Indexed: true},
 			value: func(_ *messages, _ int64, b []byte) []byte {
 				// The searchable log tags (searchableLogsTags: level).
 				return appendField(b, 3, appendField(nil, 1, []byte("level=INFO")))

@@ -109,10 +109,18 @@ func checkOAPSchema(t *testing.T, conn *grpc.ClientConn, kind, group, name strin
 		t.Fatalf("binding %v, want rules %v", b.GetIndexRuleBinding(), rules)
 	}
 	for _, r := range rules {
-		if _, err := databasev1.NewIndexRuleRegistryServiceClient(conn).Get(ctx, &databasev1.IndexRuleRegistryServiceGetRequest{
+		got, err := databasev1.NewIndexRuleRegistryServiceClient(conn).Get(ctx, &databasev1.IndexRuleRegistryServiceGetRequest{
 			Metadata: &commonv1.Metadata{Group: group, Name: r},
-		}); err != nil {
+		})
+		if err != nil {
 			t.Fatalf("index rule %s: %v", r, err)
+		}
+		want := databasev1.IndexRule_TYPE_INVERTED
+		if r == "trace_id" { // @BanyanDB.IndexRule(indexType = SKIPPING)
+			want = databasev1.IndexRule_TYPE_SKIPPING
+		}
+		if rule := got.GetIndexRule(); rule.GetType() != want || !rule.GetNoSort() || !slices.Equal(rule.GetTags(), []string{r}) {
+			t.Fatalf("index rule %s = %v, want %s over its tag, no_sort", r, rule, want)
 		}
 	}
 }

@@ -38,7 +38,7 @@ func newOAPEncoding(m *messages, layout *oapLayout) *oapEncoding {
 	m.oap = o
 	index := map[string]int{}
 	for i, c := range layout.cols {
-		index[c.name] = i
+		index[c.Name] = i
 		switch {
 		case c.varies == oapConst:
 			o.cached[i] = c.value(m, 0, nil)
@@ -68,7 +68,7 @@ func newOAPEncoding(m *messages, layout *oapLayout) *oapEncoding {
 		o.fams = append(o.fams, cols)
 	}
 	for _, c := range layout.fieldColumns() {
-		o.fields = append(o.fields, index[c.name])
+		o.fields = append(o.fields, index[c.Name])
 	}
 	if m.spec {
 		o.fields = o.fields[:0]
@@ -168,7 +168,7 @@ func (m *messages) oapEntityCriteria(e int64) *modelv1.Criteria {
 	for _, c := range m.oap.layout.entityColumns() {
 		v := &modelv1.TagValue{}
 		_ = proto.Unmarshal(c.value(m, e, nil), v) // encoded here, valid
-		cond := &modelv1.Criteria{Exp: &modelv1.Criteria_Condition{Condition: &modelv1.Condition{Name: c.name, Op: modelv1.Condition_BINARY_OP_EQ, Value: v}}}
+		cond := &modelv1.Criteria{Exp: &modelv1.Criteria_Condition{Condition: &modelv1.Condition{Name: c.Name, Op: modelv1.Condition_BINARY_OP_EQ, Value: v}}}
 		if crit == nil {
 			crit = cond
 			continue
@@ -182,7 +182,7 @@ func (m *messages) oapEntityCriteria(e int64) *modelv1.Criteria {
 func (m *messages) oapEntityProjection() *modelv1.TagProjection {
 	f := &modelv1.TagProjection_TagFamily{Name: famStorageOnly}
 	for _, c := range m.oap.layout.entityColumns() {
-		f.Tags = append(f.Tags, c.name)
+		f.Tags = append(f.Tags, c.Name)
 	}
 	return &modelv1.TagProjection{TagFamilies: []*modelv1.TagProjection_TagFamily{f}}
 }
@@ -192,7 +192,7 @@ func (m *messages) oapEntityProjection() *modelv1.TagProjection {
 func (m *messages) oapHasEntityTags(e int64, fams []*modelv1.TagFamily) bool {
 	want := map[string][]byte{}
 	for _, c := range m.oap.layout.entityColumns() {
-		want[c.name] = c.value(m, e, nil)
+		want[c.Name] = c.value(m, e, nil)
 	}
 	found := 0
 	for _, f := range fams {
@@ -214,7 +214,7 @@ func (m *messages) oapHasEntityTags(e int64, fams []*modelv1.TagFamily) bool {
 func (m *messages) oapFieldNames() []string {
 	var names []string
 	for _, c := range m.oap.layout.fieldColumns() {
-		names = append(names, c.name)
+		names = append(names, c.Name)
 	}
 	return names
 }
@@ -226,7 +226,7 @@ func (m *messages) oapHasFields(seq int64, dp *measurev1.DataPoint) bool {
 	found := 0
 	for _, f := range dp.GetFields() {
 		for _, c := range cols {
-			if c.name != f.GetName() {
+			if c.Name != f.GetName() {
 				continue
 			}
 			if got, err := proto.Marshal(f.GetValue()); err != nil || string(got) != string(c.value(m, seq, nil)) {

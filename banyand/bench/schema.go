@@ -155,7 +155,7 @@ func ensureIndexRules(ctx context.Context, conn grpc.ClientConnInterface, l *oap
 			return fmt.Errorf("create index rule %s/%s: %w", md.GetGroup(), r.GetMetadata().GetName(), err)
 		}
 	}
-	b := l.binding(md, catalog, time.Now())
+	b := l.binding(md, time.Now())
 	_, err := databasev1.NewIndexRuleBindingRegistryServiceClient(conn).Create(ctx, &databasev1.IndexRuleBindingRegistryServiceCreateRequest{IndexRuleBinding: b})
 	if err != nil && !isCode(err, codes.AlreadyExists) {
 		return fmt.Errorf("create index rule binding %s/%s: %w", md.GetGroup(), md.GetName(), err)
