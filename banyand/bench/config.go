@@ -7,7 +7,8 @@
 // and each measure data point is a unique (entity, timestamp) pair, so the
 // verification is exact. Message seq i (0-based, global across streams)
 // belongs to entity i mod E and has the timestamp base + (i div E) ms, where
-// base is the run's start time truncated to the millisecond.
+// base is the run's start time truncated to the millisecond; the oap
+// shape's metric steps a minute instead, from the run's start minute.
 package bench
 
 import (
