@@ -108,10 +108,6 @@ func (m *oapModel) familyOf() map[string]string { return m.layout().Families() }
 
 func (m *oapModel) indexRules() []*databasev1.IndexRule { return m.layout().IndexRules() }
 
-// tagFamilies groups the tags as extractTagFamilySpec does: storage-only
-// first, tags in the model's column order.
-func (m *oapModel) tagFamilies() []*databasev1.TagFamilySpec { return m.layout().TagFamilies() }
-
 // measure is registerMeasureModel's Measure.
 func (m *oapModel) measure() *databasev1.Measure { return m.layout().Measure() }
 
