@@ -6,6 +6,7 @@ import (
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	"github.com/banyand-io/banyand/internal/oaplayout"
 )
 
 // The schema below is a representative part of what SkyWalking OAP 10.4
@@ -23,11 +24,10 @@ const (
 	oapProperty = "sw_property"
 )
 
-// Tag family names of measures and streams: a tag with an index rule goes
-// to "searchable", every other one to "storage-only".
+// Tag family names of measures and streams (internal/oaplayout).
 const (
-	famSearchable  = "searchable"
-	famStorageOnly = "storage-only"
+	famSearchable  = oaplayout.Searchable
+	famStorageOnly = oaplayout.StorageOnly
 )
 
 // oapGroupConf is one group section of bydb.yml (defaults; no warm or cold
@@ -88,123 +88,36 @@ func (m *oapModel) md() *commonv1.Metadata {
 	return &commonv1.Metadata{Group: m.group, Name: m.name}
 }
 
+// layout is m as internal/oaplayout, which holds MetadataRegistry's rules.
+func (m *oapModel) layout() *oaplayout.Model {
+	l := &oaplayout.Model{
+		Group: m.group, Name: m.name, Catalog: m.catalog, Interval: m.interval,
+		TimestampColumn: m.tsColumn, ShardingKey: m.shardingKey,
+	}
+	for _, c := range m.cols {
+		l.Columns = append(l.Columns, oaplayout.Column{
+			Name: c.name, Tag: c.tag, Field: c.field, SeriesID: c.seriesID,
+			Indexed: c.indexed, Analyzer: c.analyzer, Sortable: c.sortable,
+		})
+	}
+	return l
+}
+
 // familyOf maps each tag to its family, as MetadataRegistry.Schema.tags.
-func (m *oapModel) familyOf() map[string]string {
-	fams := map[string]string{}
-	for _, c := range m.cols {
-		if c.field != databasev1.FieldType_FIELD_TYPE_UNSPECIFIED {
-			continue
-		}
-		fams[c.name] = famStorageOnly
-		if m.indexRule(c) != nil {
-			fams[c.name] = famSearchable
-		}
-	}
-	return fams
-}
+func (m *oapModel) familyOf() map[string]string { return m.layout().Families() }
 
-// indexRule is the rule parseTagMetadata makes for c, or nil: an indexed
-// tag that is not the timestamp column and not a series id (unless it has
-// an analyzer) gets an inverted rule named after the tag.
-func (m *oapModel) indexRule(c oapColumn) *databasev1.IndexRule {
-	if !c.indexed || c.name == m.tsColumn || (c.seriesID && c.analyzer == "") {
-		return nil
-	}
-	return &databasev1.IndexRule{
-		Metadata: &commonv1.Metadata{Group: m.group, Name: c.name},
-		Tags:     []string{c.name},
-		Type:     databasev1.IndexRule_TYPE_INVERTED,
-		NoSort:   !c.sortable,
-		Analyzer: c.analyzer,
-	}
-}
+func (m *oapModel) indexRules() []*databasev1.IndexRule { return m.layout().IndexRules() }
 
-func (m *oapModel) indexRules() []*databasev1.IndexRule {
-	var rules []*databasev1.IndexRule
-	for _, c := range m.cols {
-		if c.field != databasev1.FieldType_FIELD_TYPE_UNSPECIFIED {
-			continue
-		}
-		if r := m.indexRule(c); r != nil {
-			rules = append(rules, r)
-		}
-	}
-	return rules
-}
+// measure is registerMeasureModel's Measure.
+func (m *oapModel) measure() *databasev1.Measure { return m.layout().Measure() }
 
-// tagFamilies groups the tags as extractTagFamilySpec does. The families
-// come out of a Java HashMap keyed by family name, which iterates
-// "storage-only" (bucket 5) before "searchable" (bucket 14); tags keep the
-// model's column order. Both differ from the alphabetical order OAP writes
-// in.
-func (m *oapModel) tagFamilies() []*databasev1.TagFamilySpec {
-	fams := m.familyOf()
-	var out []*databasev1.TagFamilySpec
-	for _, fam := range []string{famStorageOnly, famSearchable} {
-		spec := &databasev1.TagFamilySpec{Name: fam}
-		for _, c := range m.cols {
-			if c.field == databasev1.FieldType_FIELD_TYPE_UNSPECIFIED && fams[c.name] == fam {
-				spec.Tags = append(spec.Tags, &databasev1.TagSpec{Name: c.name, Type: c.tag})
-			}
-		}
-		if len(spec.Tags) > 0 {
-			out = append(out, spec)
-		}
-	}
-	return out
-}
+func (m *oapModel) stream() *databasev1.Stream { return m.layout().Stream() }
 
-func (m *oapModel) entity() *databasev1.Entity {
-	e := &databasev1.Entity{}
-	for _, c := range m.cols {
-		if c.seriesID {
-			e.TagNames = append(e.TagNames, c.name)
-		}
-	}
-	return e
-}
-
-// measure is registerMeasureModel's Measure. Fields get parseFieldSpec's
-// methods: ZSTD for all, GORILLA for ints.
-func (m *oapModel) measure() *databasev1.Measure {
-	ms := &databasev1.Measure{
-		Metadata:    m.md(),
-		Interval:    m.interval,
-		Entity:      m.entity(),
-		TagFamilies: m.tagFamilies(),
-	}
-	if len(m.shardingKey) > 0 {
-		ms.ShardingKey = &databasev1.ShardingKey{TagNames: m.shardingKey}
-	}
-	for _, c := range m.cols {
-		if c.field == databasev1.FieldType_FIELD_TYPE_UNSPECIFIED {
-			continue
-		}
-		f := &databasev1.FieldSpec{Name: c.name, FieldType: c.field, CompressionMethod: databasev1.CompressionMethod_COMPRESSION_METHOD_ZSTD}
-		if c.field == databasev1.FieldType_FIELD_TYPE_INT {
-			f.EncodingMethod = databasev1.EncodingMethod_ENCODING_METHOD_GORILLA
-		}
-		ms.Fields = append(ms.Fields, f)
-	}
-	return ms
-}
-
-func (m *oapModel) stream() *databasev1.Stream {
-	return &databasev1.Stream{Metadata: m.md(), Entity: m.entity(), TagFamilies: m.tagFamilies()}
-}
-
-// binding is the IndexRuleBinding BanyanDBIndexInstaller builds: named
-// after its subject, in the subject's group. begin_at and expire_at are
-// left to the client (now, 2099-01-01) when it is created.
+// binding is the IndexRuleBinding BanyanDBIndexInstaller builds. begin_at
+// and expire_at are left to the client (now, 2099-01-01) when it is
+// created.
 func (m *oapModel) binding(rules []*databasev1.IndexRule) *databasev1.IndexRuleBinding {
-	b := &databasev1.IndexRuleBinding{
-		Metadata: m.md(),
-		Subject:  &databasev1.Subject{Catalog: m.catalog, Name: m.name},
-	}
-	for _, r := range rules {
-		b.Rules = append(b.Rules, r.GetMetadata().GetName())
-	}
-	return b
+	return m.layout().Binding(rules)
 }
 
 // oapTopN is one rule of bydb-topn.yml.

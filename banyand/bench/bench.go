@@ -165,6 +165,12 @@ func newMessages(cfg Config) (*messages, error) {
 	if cfg.Kind == KindTrace {
 		m.spansPerTrace = int64(max(cfg.SpansPerTrace, 1))
 	}
+	m.stepMillis = 1
+	if l := oapLayoutOf(cfg.Kind); cfg.Shape == ShapeOAP && l != nil {
+		// Time buckets: a minute metric's points are at whole minutes.
+		m.oap, m.stepMillis = &oapEncoding{layout: l}, l.stepMillis
+		m.baseMillis -= m.baseMillis % l.stepMillis
+	}
 	m.cacheEntityTags()
 	if err := m.encode(); err != nil {
 		return nil, fmt.Errorf("encode the run's requests: %w", err)

@@ -146,6 +146,8 @@ func TestValidate(t *testing.T) {
 		{[]string{"--target", "h:1", "--keep-data"}, "--keep-data needs --standalone or --cluster"},
 		{[]string{"--standalone", "--kind", "trace"}, ""},
 		{[]string{"--standalone", "--kind", "log"}, `--kind "log"`},
+		{[]string{"--standalone", "--kind", "measure", "--shape", "oap"}, ""},
+		{[]string{"--standalone", "--shape", "segment"}, `--shape "segment": want realistic, light or oap`},
 		{[]string{"--standalone", "--kind", "trace", "--spans-per-trace", "0"}, "--spans-per-trace 0"},
 		{[]string{"--standalone", "--shards", "0"}, "--shards 0"},
 		{[]string{"--standalone", "--entities", "0"}, "--entities 0"},

@@ -7,7 +7,8 @@
 // and each measure data point is a unique (entity, timestamp) pair, so the
 // verification is exact. Message seq i (0-based, global across streams)
 // belongs to entity i mod E and has the timestamp base + (i div E) ms, where
-// base is the run's start time truncated to the millisecond.
+// base is the run's start time truncated to the millisecond; the oap
+// shape's metric steps a minute instead, from the run's start minute.
 package bench
 
 import (
@@ -68,7 +69,7 @@ type Config struct {
 	Shards   int
 	Entities int
 	// Shape is the tags of stream elements and measure data points:
-	// ShapeRealistic or ShapeLight (shape.go).
+	// ShapeRealistic, ShapeLight (shape.go) or ShapeOAP (oap.go).
 	Shape        string
 	PayloadBytes int
 	// SpansPerTrace is how many spans make a trace (--kind trace).
@@ -118,8 +119,11 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Shards, "shards", DefaultShards, "shard_num of the group when the tool creates it")
 	fs.IntVar(&c.Entities, "entities", DefaultEntities, "distinct entities (service, instance) the messages are spread over")
 	fs.StringVar(&c.Shape, "shape", ShapeRealistic, "tags of stream elements and measure data points: realistic (seven of mixed types: service, instance and endpoint; "+
-		"a --payload-bytes string, a string array, an int array and a 16-byte binary) or light (service, instance and a --payload-bytes binary); traces ignore it")
-	fs.IntVar(&c.PayloadBytes, "payload-bytes", DefaultPayloadBytes, "size of each message's payload: the realistic shape's message string, the light shape's binary tag, a span's bytes with --kind trace")
+		"a --payload-bytes string, a string array, an int array and a 16-byte binary), light (service, instance and a --payload-bytes binary) "+
+		"or oap (SkyWalking OAP 10.4's own layouts, schema and index rules: a measure is the minute metric sw_metricsMinute/service_resp_time_minute, "+
+		"one point a service a minute; a stream is sw_recordsLog/log, OAP's log record with a --payload-bytes content); traces ignore it")
+	fs.IntVar(&c.PayloadBytes, "payload-bytes", DefaultPayloadBytes, "size of each message's payload: the realistic shape's message string, the light shape's binary tag, "+
+		"the oap stream's log content (the oap measure has none), a span's bytes with --kind trace")
 	fs.IntVar(&c.SpansPerTrace, "spans-per-trace", DefaultSpansPerTrace, "with --kind trace: spans of one trace (consecutive spans of one service instance)")
 	fs.BoolVar(&c.CreateSchema, "create-schema", true, "check the group and stream/measure and create them if missing; false assumes they exist with the tool's schema")
 	fs.IntVar(&c.Streams, "streams", DefaultStreams, "concurrent client write streams; with --flush-size, concurrent writers, each writing its flushes one after another "+
@@ -172,8 +176,8 @@ func (c *Config) Validate() error {
 	if c.Kind != KindStream && c.Kind != KindMeasure && c.Kind != KindTrace {
 		bad("--kind %q: want stream, measure or trace", c.Kind)
 	}
-	if c.Shape != ShapeRealistic && c.Shape != ShapeLight {
-		bad("--shape %q: want realistic or light", c.Shape)
+	if c.Shape != ShapeRealistic && c.Shape != ShapeLight && c.Shape != ShapeOAP {
+		bad("--shape %q: want realistic, light or oap", c.Shape)
 	}
 	if c.SpansPerTrace < 1 || c.SpansPerTrace > 10_000 {
 		bad("--spans-per-trace %d: want 1..10000", c.SpansPerTrace)
@@ -225,6 +229,15 @@ func (c *Config) Validate() error {
 // resolved fills the derived settings: the default name and count, verify's
 // auto value and the run timeout.
 func (c Config) resolved() Config {
+	if l := oapLayoutOf(c.Kind); c.Shape == ShapeOAP && l != nil {
+		// OAP's own group and name, unless told otherwise.
+		if c.Group == "" {
+			c.Group = l.model.Group
+		}
+		if c.Name == "" {
+			c.Name = l.model.Name
+		}
+	}
 	if c.Group == "" {
 		c.Group = "bench_" + c.Kind
 	}

@@ -27,6 +27,9 @@ func tagFamilies(entityFamily, shape string) []*databasev1.TagFamilySpec {
 }
 
 func streamSchema(md *commonv1.Metadata, shape string) *databasev1.Stream {
+	if shape == ShapeOAP {
+		return oapLog.stream(md)
+	}
 	return &databasev1.Stream{
 		Metadata:    proto.CloneOf(md),
 		TagFamilies: tagFamilies("searchable", shape),
@@ -35,6 +38,9 @@ func streamSchema(md *commonv1.Metadata, shape string) *databasev1.Stream {
 }
 
 func measureSchema(md *commonv1.Metadata, shape string) *databasev1.Measure {
+	if shape == ShapeOAP {
+		return oapServiceRespTime.measure(md)
+	}
 	return &databasev1.Measure{
 		Metadata:    proto.CloneOf(md),
 		TagFamilies: tagFamilies("default", shape),
@@ -90,6 +96,10 @@ func ensureSchema(ctx context.Context, conn grpc.ClientConnInterface, cfg Config
 	case KindTrace:
 		catalog = commonv1.Catalog_CATALOG_TRACE
 	}
+	var l *oapLayout // the oap shape's, nil for the others
+	if cfg.Shape == ShapeOAP {
+		l = oapLayoutOf(cfg.Kind)
+	}
 	groups := databasev1.NewGroupRegistryServiceClient(conn)
 	first, cancel := context.WithTimeout(ctx, connectTimeout)
 	got, err := groups.Get(first, &databasev1.GroupRegistryServiceGetRequest{Group: cfg.Group})
@@ -97,13 +107,17 @@ func ensureSchema(ctx context.Context, conn grpc.ClientConnInterface, cfg Config
 	switch {
 	case isCode(err, codes.NotFound):
 		day := &commonv1.IntervalRule{Unit: commonv1.IntervalRule_UNIT_DAY, Num: 1}
+		ttlDays := uint32(7)
+		if l != nil {
+			ttlDays = l.ttlDays
+		}
 		_, err = groups.Create(ctx, &databasev1.GroupRegistryServiceCreateRequest{Group: &commonv1.Group{
 			Metadata: &commonv1.Metadata{Name: cfg.Group},
 			Catalog:  catalog,
 			ResourceOpts: &commonv1.ResourceOpts{
 				ShardNum:        uint32(cfg.Shards),
 				SegmentInterval: day,
-				Ttl:             &commonv1.IntervalRule{Unit: commonv1.IntervalRule_UNIT_DAY, Num: 7},
+				Ttl:             &commonv1.IntervalRule{Unit: commonv1.IntervalRule_UNIT_DAY, Num: ttlDays},
 			},
 		}})
 		if err != nil && !isCode(err, codes.AlreadyExists) {
@@ -118,11 +132,35 @@ func ensureSchema(ctx context.Context, conn grpc.ClientConnInterface, cfg Config
 	}
 	switch cfg.Kind {
 	case KindStream:
-		return ensureStream(ctx, conn, md, cfg.Shape)
+		err = ensureStream(ctx, conn, md, cfg.Shape)
 	case KindTrace:
 		return ensureTrace(ctx, conn, md)
+	default:
+		err = ensureMeasure(ctx, conn, md, cfg.Shape)
 	}
-	return ensureMeasure(ctx, conn, md, cfg.Shape)
+	if err != nil || l == nil {
+		return err
+	}
+	return ensureIndexRules(ctx, conn, l, md, catalog)
+}
+
+// ensureIndexRules creates the index rules OAP makes for l in md's group
+// and their binding to md, those missing. Existing ones are left as they
+// are.
+func ensureIndexRules(ctx context.Context, conn grpc.ClientConnInterface, l *oapLayout, md *commonv1.Metadata, catalog commonv1.Catalog) error {
+	rules := databasev1.NewIndexRuleRegistryServiceClient(conn)
+	for _, r := range l.indexRules(md) {
+		_, err := rules.Create(ctx, &databasev1.IndexRuleRegistryServiceCreateRequest{IndexRule: r})
+		if err != nil && !isCode(err, codes.AlreadyExists) {
+			return fmt.Errorf("create index rule %s/%s: %w", md.GetGroup(), r.GetMetadata().GetName(), err)
+		}
+	}
+	b := l.binding(md, time.Now())
+	_, err := databasev1.NewIndexRuleBindingRegistryServiceClient(conn).Create(ctx, &databasev1.IndexRuleBindingRegistryServiceCreateRequest{IndexRuleBinding: b})
+	if err != nil && !isCode(err, codes.AlreadyExists) {
+		return fmt.Errorf("create index rule binding %s/%s: %w", md.GetGroup(), md.GetName(), err)
+	}
+	return nil
 }
 
 func ensureStream(ctx context.Context, conn grpc.ClientConnInterface, md *commonv1.Metadata, shape string) error {

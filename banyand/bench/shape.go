@@ -23,6 +23,10 @@ const (
 	// ShapeLight carries one binary tag of --payload-bytes besides the
 	// entity: the cheapest write, for comparison.
 	ShapeLight = "light"
+	// ShapeOAP is SkyWalking OAP's own layout of a minute metric or a log
+	// record, with its group, families, index rules and values (oap.go);
+	// it does not have the entity tags the other two share.
+	ShapeOAP = "oap"
 )
 
 // Names of the realistic shape's tags besides the entity.

@@ -127,10 +127,10 @@ func verifyChunk(ctx context.Context, w workload, m *messages, chunk []int64) (m
 // for that seq's written id.
 func (m *messages) seqOfAnswered(e int64, el *streamv1.Element) int64 {
 	k := el.GetTimestamp().AsTime().UnixMilli() - m.baseMillis
-	if k < 0 {
+	if k < 0 || k%m.stepMillis != 0 {
 		return -1
 	}
-	seq := k*m.entities + e
+	seq := k/m.stepMillis*m.entities + e
 	if el.GetElementId() != elementid.Of(m.md.GetGroup(), m.md.GetName(), m.elementID(seq)) {
 		return -1
 	}

@@ -14,7 +14,7 @@ import (
 // TestSeqOfAnswered: an answered element is this run's seq only when its
 // id is BanyanDB's form of that seq's written id.
 func TestSeqOfAnswered(t *testing.T) {
-	m := &messages{md: &commonv1.Metadata{Group: "g", Name: "s"}, entities: 10, baseMillis: 1_000_000, runID: "bfeed"}
+	m := &messages{md: &commonv1.Metadata{Group: "g", Name: "s"}, entities: 10, baseMillis: 1_000_000, stepMillis: 1, runID: "bfeed"}
 	const seq, e = 123, 3 // seq 123 is entity 3 at base + 12 ms
 	el := func(id string, ms int64) *streamv1.Element {
 		return &streamv1.Element{ElementId: id, Timestamp: timestamppb.New(time.UnixMilli(ms))}

@@ -84,6 +84,9 @@ func (m *messages) encode() error {
 	m.enc.metadata = marshal(m.md)
 	m.enc.data = marshal(&modelv1.TagFamilyForWrite{Tags: m.inWrittenOrder(dataTagSpecs(m.shape), m.data)})
 	m.enc.score = marshal(&modelv1.FieldValue{Value: &modelv1.FieldValue_Float{Float: &modelv1.Float{Value: m.nonce}}})
+	if m.oap != nil {
+		m.oap = newOAPEncoding(m, m.oap.layout)
+	}
 	if m.spec && m.spansPerTrace > 0 {
 		var names []string
 		names, m.enc.traceOrder = traceSpecOrder(m.md)

@@ -51,6 +51,11 @@ type messages struct {
 	tags [][]*modelv1.TagValue
 	// enc is what the requests share, encoded (see wire.go).
 	enc encoded
+	// oap is set for --shape oap streams and measures (oap.go).
+	oap *oapEncoding
+	// stepMillis is the time between an entity's messages: 1, or an
+	// oap metric's time bucket.
+	stepMillis int64
 }
 
 // maxCachedEntities bounds the entity tag cache (about 200 bytes each).
@@ -58,7 +63,7 @@ const maxCachedEntities = 1 << 16
 
 // cacheEntityTags fills m.tags; call it before the writers start.
 func (m *messages) cacheEntityTags() {
-	if m.entities > maxCachedEntities {
+	if m.entities > maxCachedEntities || m.oap != nil {
 		return
 	}
 	m.tags = make([][]*modelv1.TagValue, m.entities)
@@ -69,9 +74,12 @@ func (m *messages) cacheEntityTags() {
 
 func (m *messages) entity(seq int64) int64 { return seq % m.entities }
 
-func (m *messages) millis(seq int64) int64 { return m.baseMillis + seq/m.entities }
+func (m *messages) millis(seq int64) int64 { return m.baseMillis + seq/m.entities*m.stepMillis }
 
 func (m *messages) elementID(seq int64) string {
+	if m.oap != nil {
+		return m.oapElementID(seq)
+	}
 	return m.runID + "-" + strconv.FormatInt(seq, 10)
 }
 
@@ -91,6 +99,9 @@ func (m *messages) seqOfElement(id string) int64 {
 // entityCriteria selects entity e by its entity tags, which lets the
 // server seek to the series instead of scanning.
 func (m *messages) entityCriteria(e int64) *modelv1.Criteria {
+	if m.oap != nil {
+		return m.oapEntityCriteria(e)
+	}
 	tags := m.entityTags(e)
 	cond := func(name string, v *modelv1.TagValue) *modelv1.Criteria {
 		return &modelv1.Criteria{Exp: &modelv1.Criteria_Condition{Condition: &modelv1.Condition{
@@ -107,7 +118,10 @@ func (m *messages) entityCriteria(e int64) *modelv1.Criteria {
 // entityProjection projects the entity tags, which verification checks by
 // name: with the spec the requests name them in another order than the
 // schema's, and each must read back under its own name.
-func entityProjection(family string) *modelv1.TagProjection {
+func (m *messages) entityProjection(family string) *modelv1.TagProjection {
+	if m.oap != nil {
+		return m.oapEntityProjection()
+	}
 	return &modelv1.TagProjection{TagFamilies: []*modelv1.TagProjection_TagFamily{
 		{Name: family, Tags: []string{tagService, tagInstance}},
 	}}
@@ -116,6 +130,9 @@ func entityProjection(family string) *modelv1.TagProjection {
 // hasEntityTags reports whether fams, a result's projected tags, hold
 // entity e's service and instance under those names.
 func (m *messages) hasEntityTags(e int64, fams []*modelv1.TagFamily) bool {
+	if m.oap != nil {
+		return m.oapHasEntityTags(e, fams)
+	}
 	want := m.entityTags(e)
 	found := 0
 	for _, f := range fams {
@@ -183,6 +200,9 @@ func newStreamWorkload(m *messages, conn grpc.ClientConnInterface) *streamWorklo
 
 func (w *streamWorkload) openWrite(ctx context.Context) (writeClient, error) {
 	ws, err := w.client.Write(ctx)
+	if w.msgs.oap != nil {
+		return openWire(ws, err, w.msgs.oapStreamRequest)
+	}
 	return openWire(ws, err, w.msgs.streamRequest)
 }
 
@@ -228,7 +248,7 @@ func (w *streamWorkload) queryPage(ctx context.Context, q pageQuery) ([]int64, i
 		// The element id and timestamp identify a message; the entity
 		// tags are checked by name; the payload would only make pages
 		// bigger.
-		Projection: entityProjection("searchable"),
+		Projection: w.msgs.entityProjection("searchable"),
 	})
 	if err != nil {
 		return nil, 0, err
@@ -258,7 +278,17 @@ func newMeasureWorkload(m *messages, conn grpc.ClientConnInterface) *measureWork
 
 func (w *measureWorkload) openWrite(ctx context.Context) (writeClient, error) {
 	ws, err := w.client.Write(ctx)
+	if w.msgs.oap != nil {
+		return openWire(ws, err, w.msgs.oapMeasureRequest)
+	}
 	return openWire(ws, err, w.msgs.measureRequest)
+}
+
+func (w *measureWorkload) fieldNames() []string {
+	if w.msgs.oap != nil {
+		return w.msgs.oapFieldNames()
+	}
+	return []string{fieldValue, fieldScore}
 }
 
 func (w *measureWorkload) queryPage(ctx context.Context, q pageQuery) ([]int64, int, error) {
@@ -267,8 +297,8 @@ func (w *measureWorkload) queryPage(ctx context.Context, q pageQuery) ([]int64, 
 		Name:            w.msgs.md.GetName(),
 		TimeRange:       timeRange(q.fromMs, q.toMs),
 		Criteria:        w.msgs.entityCriteria(q.entity),
-		TagProjection:   entityProjection("default"),
-		FieldProjection: &measurev1.QueryRequest_FieldProjection{Names: []string{fieldValue, fieldScore}},
+		TagProjection:   w.msgs.entityProjection("default"),
+		FieldProjection: &measurev1.QueryRequest_FieldProjection{Names: w.fieldNames()},
 		Offset:          q.offset,
 		Limit:           q.limit,
 		OrderBy:         &modelv1.QueryOrder{Sort: modelv1.Sort_SORT_ASC},
@@ -279,10 +309,17 @@ func (w *measureWorkload) queryPage(ctx context.Context, q pageQuery) ([]int64, 
 	var seqs []int64
 	for _, dp := range resp.GetDataPoints() {
 		k := dp.GetTimestamp().AsTime().UnixMilli() - w.msgs.baseMillis
-		if k < 0 {
+		if k < 0 || k%w.msgs.stepMillis != 0 {
 			continue
 		}
-		seq := k*w.msgs.entities + q.entity
+		seq := k/w.msgs.stepMillis*w.msgs.entities + q.entity
+		if w.msgs.oap != nil {
+			// Entity ids carry the run id: a point of the entity is this run's.
+			if w.msgs.oapHasFields(seq, dp) && w.msgs.oapHasEntityTags(q.entity, dp.GetTagFamilies()) {
+				seqs = append(seqs, seq)
+			}
+			continue
+		}
 		var value int64
 		var score float64
 		for _, f := range dp.GetFields() {
