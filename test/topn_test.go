@@ -36,17 +36,22 @@ var instanceCPM = [][]struct {
 const topNName = "service_instance_cpm_minute_top_bottom_100"
 
 func TestMeasureTopN(t *testing.T) {
-	t.Run("standalone", func(t *testing.T) {
-		conn, _ := startStandalone(t, t.TempDir())
-		checkTopN(t, conn)
-	})
-	t.Run("cluster", func(t *testing.T) {
-		c := startCluster(t, 2, 1)
-		checkTopN(t, c.liaisons[0])
-	})
+	for _, pre := range []bool{false, true} {
+		name := map[bool]string{false: "query time", true: "pre-aggregated"}[pre]
+		t.Run("standalone/"+name, func(t *testing.T) {
+			conn, _ := startStandaloneWith(t, t.TempDir(), pre)
+			checkTopN(t, conn, pre)
+		})
+		t.Run("cluster/"+name, func(t *testing.T) {
+			c := startClusterWith(t, 2, 1, pre)
+			checkTopN(t, c.liaisons[0], pre)
+		})
+	}
 }
 
-func checkTopN(t *testing.T, conn *grpc.ClientConn) {
+// checkTopN asks the topn cases; pre: the answer is from rankings, whose
+// lists without agg are a window each (here two points a window).
+func checkTopN(t *testing.T, conn *grpc.ClientConn, pre bool) {
 	writeInstanceCPM(t, conn)
 	topN := func(mod func(*measurev1.TopNRequest)) (*measurev1.TopNResponse, error) {
 		req := &measurev1.TopNRequest{
@@ -95,11 +100,15 @@ func checkTopN(t *testing.T, conn *grpc.ClientConn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(resp.GetLists()); n != 12 {
-		t.Fatalf("%d lists without agg, want one per point in time (12)", n)
+	lists, items := 12, 1 // one per point in time
+	if pre {
+		lists, items = 6, 2 // one per minute window
+	}
+	if n := len(resp.GetLists()); n != lists {
+		t.Fatalf("%d lists without agg, want %d", n, lists)
 	}
 	for i, l := range resp.GetLists() {
-		if len(l.GetItems()) != 1 || l.GetTimestamp() == nil || (i > 0 && !resp.GetLists()[i-1].GetTimestamp().AsTime().Before(l.GetTimestamp().AsTime())) {
+		if len(l.GetItems()) != items || l.GetTimestamp() == nil || (i > 0 && !resp.GetLists()[i-1].GetTimestamp().AsTime().Before(l.GetTimestamp().AsTime())) {
 			t.Fatalf("list %d: %s", i, prototext.Format(l))
 		}
 	}
