@@ -40,10 +40,15 @@ func TestMeasureTopN(t *testing.T) {
 		name := map[bool]string{false: "query time", true: "pre-aggregated"}[pre]
 		t.Run("standalone/"+name, func(t *testing.T) {
 			conn, _ := startStandaloneWith(t, t.TempDir(), pre)
+			createInstanceCPM(t, conn)
 			checkTopN(t, conn, pre)
 		})
 		t.Run("cluster/"+name, func(t *testing.T) {
 			c := startClusterWith(t, 2, 1, pre)
+			createInstanceCPM(t, c.liaisons[0])
+			if pre {
+				waitTopNPre(t, c.liaisons[0], cpmGroup, "service_instance_cpm_minute", topNName)
+			}
 			checkTopN(t, c.liaisons[0], pre)
 		})
 	}
@@ -131,9 +136,8 @@ func checkTopN(t *testing.T, conn *grpc.ClientConn, pre bool) {
 	}
 }
 
-// writeInstanceCPM creates the measure and its top-N aggregation and
-// writes instanceCPM.
-func writeInstanceCPM(t *testing.T, conn *grpc.ClientConn) {
+// createInstanceCPM creates the measure and its top-N aggregation.
+func createInstanceCPM(t *testing.T, conn *grpc.ClientConn) {
 	t.Helper()
 	ctx := ctxT(t)
 	day := &commonv1.IntervalRule{Unit: commonv1.IntervalRule_UNIT_DAY, Num: 1}
@@ -165,7 +169,13 @@ func writeInstanceCPM(t *testing.T, conn *grpc.ClientConn) {
 	}}); err != nil {
 		t.Fatalf("create top-N aggregation: %v", err)
 	}
-	ws, err := measurev1.NewMeasureServiceClient(conn).Write(ctx)
+}
+
+// writeInstanceCPM writes instanceCPM.
+func writeInstanceCPM(t *testing.T, conn *grpc.ClientConn) {
+	t.Helper()
+	const name = "service_instance_cpm_minute"
+	ws, err := measurev1.NewMeasureServiceClient(conn).Write(ctxT(t))
 	if err != nil {
 		t.Fatal(err)
 	}
