@@ -198,7 +198,7 @@ func TestTopNPreAggregatedMatchesQueryTime(t *testing.T) {
 	for _, conn := range []*grpc.ClientConn{queryConn, standalone, cluster.liaisons[0]} {
 		createPreSchema(t, conn, 2, preAggs()...)
 		if conn == cluster.liaisons[0] {
-			waitTopNPre(t, conn, preGroup, preMeasure, "both_ways")
+			waitTopNPre(t, conn, preGroup, preMeasure, "both_ways", baseTime.Add(-3*time.Hour))
 		}
 		writePre(t, conn, first)
 		writePreFrom(t, conn, overwrites, 1000)
@@ -317,11 +317,10 @@ func TestTopNPreAggregatedIsBoundedByCounters(t *testing.T) {
 // waitTopNPre waits until every data node counts the writes of measure
 // into aggregation agg (a cluster's data nodes learn of a new aggregation
 // from the registry a moment after the liaison; the writes before are not
-// counted): it writes probe points three hours before baseTime until the
-// aggregation's ranking of that window holds them all.
-func waitTopNPre(t *testing.T, conn *grpc.ClientConn, group, measure, agg string) {
+// counted): it writes probe points at at (tags: a probe name and
+// "probe") until the aggregation's ranking of that window holds them all.
+func waitTopNPre(t testing.TB, conn *grpc.ClientConn, group, measure, agg string, at time.Time) {
 	t.Helper()
-	at := baseTime.Add(-3 * time.Hour)
 	deadline := time.Now().Add(10 * time.Second)
 	for id := uint64(1); ; id++ {
 		ws, err := measurev1.NewMeasureServiceClient(conn).Write(ctxT(t))

@@ -47,7 +47,7 @@ func TestMeasureTopN(t *testing.T) {
 			c := startClusterWith(t, 2, 1, pre)
 			createInstanceCPM(t, c.liaisons[0])
 			if pre {
-				waitTopNPre(t, c.liaisons[0], cpmGroup, "service_instance_cpm_minute", topNName)
+				waitTopNPre(t, c.liaisons[0], cpmGroup, "service_instance_cpm_minute", topNName, baseTime.Add(-3*time.Hour))
 			}
 			checkTopN(t, c.liaisons[0], pre)
 		})

@@ -8,7 +8,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
@@ -87,11 +86,11 @@ func (s *MeasureService) topNFromRankings(ctx context.Context, req *measurev1.To
 			}
 		}
 		for k, dp := range latest {
-			var l measurev1.TopNList
-			if err := proto.Unmarshal(pointField(dp, topn.FieldList).GetBinaryData(), &l); err != nil {
+			items, err := topn.Items(pointField(dp, topn.FieldList).GetBinaryData())
+			if err != nil {
 				return nil, status.Errorf(codes.Internal, "top-N aggregation %s: a stored ranking does not decode: %v", topn.AggID(agg), err)
 			}
-			windows[k.ts] = append(windows[k.ts], l.GetItems()...)
+			windows[k.ts] = append(windows[k.ts], items...)
 		}
 	}
 	desc := sort != modelv1.Sort_SORT_ASC

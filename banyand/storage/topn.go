@@ -3,6 +3,8 @@ package storage
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,11 +15,11 @@ import (
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
-	"github.com/banyand-io/banyand/banyand/aggregate"
 	"github.com/banyand-io/banyand/banyand/schema"
 	"github.com/banyand-io/banyand/banyand/storage/tsdb"
 	"github.com/banyand-io/banyand/banyand/topn"
 	"github.com/banyand-io/banyand/pkg/registry"
+	"github.com/banyand-io/banyand/pkg/wire"
 )
 
 // TopNSchemas is where a data node finds the top-N aggregations it keeps
@@ -31,7 +33,8 @@ type TopNSchemas interface {
 // package topn); call it before Start. Without it the store keeps none
 // and a TopN is answered from the points.
 func (s *Store) PreAggregateTopN(src TopNSchemas) {
-	s.topn = &topNAggregator{src: src, rankings: make(map[rankKey]*heldRanking), newest: make(map[string]int64)}
+	s.topn = &topNAggregator{src: src, rankings: make(map[rankKey]*heldRanking), windows: make(map[windowKey][]rankKey),
+		stored: make(map[windowKey]bool), newest: make(map[string]int64)}
 }
 
 // topNAggregator maintains the rankings of a store. One batch at a time
@@ -53,7 +56,13 @@ type topNAggregator struct {
 
 	mu       sync.Mutex
 	rankings map[rankKey]*heldRanking
-	newest   map[string]int64 // an aggregation's newest window
+	windows  map[windowKey][]rankKey // the rankings held of each window
+	// stored says whether a window has rankings stored (a marker record
+	// with each batch's): a window first seen with none needs no read
+	// for each of its rankings.
+	stored map[windowKey]bool
+	newest map[string]int64 // an aggregation's newest window
+	pt     wire.Point       // the write being counted
 }
 
 // topNSpecs are the aggregations of one schema revision, by source measure.
@@ -64,16 +73,19 @@ type topNSpecs struct {
 
 // topNSpec is one aggregation resolved against its source measure.
 type topNSpec struct {
-	id       string
-	group    string // the source measure's: where the records go
-	field    int
-	groupBy  []tagRef
-	entity   []tagRef // the group-by tags, then the entity's
-	match    predicate
-	counters int
-	sorts    []bool // desc, one ranking each
-	interval int64
-	windows  int64
+	id      string
+	group   string // the source measure's: where the records go
+	field   int
+	groupBy []tagRef
+	entity  []tagRef // the group-by tags, then the entity's
+	names   []string // entity's names
+	// markerKey is the series key of the windows' markers.
+	markerKey []byte
+	match     predicate
+	counters  int
+	sorts     []bool // desc, one ranking each
+	interval  int64
+	windows   int64
 }
 
 type rankKey struct {
@@ -81,16 +93,23 @@ type rankKey struct {
 	desc   bool
 	shard  uint32
 	window int64
-	group  string // the group-by values (aggregate.AppendKey)
+	group  string // the group-by values (entity encoding)
+}
+
+// windowKey is a window of an aggregation.
+type windowKey struct {
+	agg    string
+	window int64
 }
 
 type heldRanking struct {
 	*topn.Ranking
-	spec   *topNSpec
-	key    rankKey
-	record []byte // the record's series key
-	tags   []*modelv1.TagValue
-	dirty  bool
+	spec      *topNSpec
+	key       rankKey
+	recordKey []byte              // the record's series key
+	tags      []*modelv1.TagValue // the record's
+	list      []byte              // the last encoding, reused
+	dirty     bool
 }
 
 // topNWrite is a measure write of a batch (its index) and its shard.
@@ -134,7 +153,9 @@ func compileTopN(agg *databasev1.TopNAggregation, m *databasev1.Measure) (*topNS
 	if err != nil {
 		return nil, err
 	}
-	spec := &topNSpec{id: topn.AggID(agg), group: m.GetMetadata().GetGroup(), field: -1, match: crit.match,
+	markerKey, _ := seriesKey(topn.ResultName, []string{topn.TagAgg}, map[string]*modelv1.TagValue{
+		topn.TagAgg: {Value: &modelv1.TagValue_Str{Str: &modelv1.Str{Value: topn.AggID(agg)}}}})
+	spec := &topNSpec{id: topn.AggID(agg), markerKey: markerKey, group: m.GetMetadata().GetGroup(), field: -1, match: crit.match,
 		counters: int(max(agg.GetCountersNumber(), 1)), interval: iv.Nanoseconds(), windows: int64(max(agg.GetLruSize(), 2))}
 	for i, f := range m.GetFields() {
 		if f.GetName() == agg.GetFieldName() {
@@ -156,6 +177,7 @@ func compileTopN(agg *databasev1.TopNAggregation, m *databasev1.Measure) (*topNS
 		if !seen[name] {
 			seen[name] = true
 			spec.entity = append(spec.entity, ref)
+			spec.names = append(spec.names, name)
 		}
 	}
 	switch agg.GetFieldValueSort() {
@@ -179,34 +201,45 @@ func (a *topNAggregator) observe(ctx context.Context, db *tsdb.DB, batch []tsdb.
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var touched []*heldRanking
-	var dp measurev1.DataPointValue
 	var gk []byte
 	advanced := false
+	pt := &a.pt
 	for _, o := range ws {
 		w := &batch[o.at]
 		list := specs.bySource[schema.Key{Group: w.Group, Name: w.Name}]
 		if len(list) == 0 {
 			continue
 		}
-		proto.Reset(&dp)
-		if err := proto.Unmarshal(w.Value, &dp); err != nil {
+		if err := wire.ParseDataPoint(w.Value, pt); err != nil {
 			continue // stored as is; a query reports it
 		}
-		tfs := dp.GetTagFamilies()
+		var tfs []*modelv1.TagFamilyForWrite // parsed for criteria only
 		for _, spec := range list {
-			v := fieldAt(dp.GetFields(), spec.field)
-			if !numeric(v) || (spec.match != nil && !spec.match(tfs)) {
+			v, ok := fieldValue(pt, spec.field)
+			if !ok {
 				continue
+			}
+			if spec.match != nil {
+				if tfs == nil {
+					var dp measurev1.DataPointValue
+					if err := proto.Unmarshal(w.Value, &dp); err != nil {
+						break
+					}
+					tfs = dp.GetTagFamilies()
+				}
+				if !spec.match(tfs) {
+					continue
+				}
 			}
 			window := w.Timestamp - mod(w.Timestamp, spec.interval)
 			gk = gk[:0]
 			for _, r := range spec.groupBy {
-				gk = aggregate.AppendKey(gk, answered(lookup(tfs, r)))
+				gk = topn.AppendEntityValue(gk, entityRaw(pt, r))
 			}
-			entity := func() []*modelv1.Tag {
-				out := make([]*modelv1.Tag, len(spec.entity))
-				for i, r := range spec.entity {
-					out[i] = &modelv1.Tag{Key: r.name, Value: proto.CloneOf(answered(lookup(tfs, r)))}
+			entity := func() []byte {
+				var out []byte
+				for _, r := range spec.entity {
+					out = topn.AppendEntityValue(out, entityRaw(pt, r))
 				}
 				return out
 			}
@@ -214,8 +247,17 @@ func (a *topNAggregator) observe(ctx context.Context, db *tsdb.DB, batch []tsdb.
 				key := rankKey{agg: spec.id, desc: desc, shard: o.shard, window: window, group: string(gk)}
 				r := a.rankings[key]
 				if r == nil {
+					wk := windowKey{spec.id, window}
+					stored, seen := a.stored[wk]
+					if !seen {
+						var err error
+						if stored, err = a.hasMarker(ctx, db, spec, window); err != nil {
+							return nil, err
+						}
+						a.stored[wk] = stored
+					}
 					var err error
-					if r, err = a.load(ctx, db, spec, key, tfs); err != nil {
+					if r, err = a.load(ctx, db, spec, key, pt, stored); err != nil {
 						return nil, err
 					}
 				}
@@ -230,15 +272,24 @@ func (a *topNAggregator) observe(ctx context.Context, db *tsdb.DB, batch []tsdb.
 			}
 		}
 	}
-	out := make([]tsdb.Write, 0, len(touched))
+	out := make([]tsdb.Write, 0, len(touched)+1)
+	var buf []byte // the batch's own: its commit runs after mu is released
+	var marked []windowKey
 	for _, r := range touched {
+		if wk := (windowKey{r.spec.id, r.key.window}); !slices.Contains(marked, wk) {
+			marked = append(marked, wk)
+			a.stored[wk] = true
+			start := len(buf)
+			buf = marker(buf, r.spec, r.key.window)
+			out = append(out, tsdb.Write{Kind: tsdb.KindMeasure, Group: r.spec.group, Name: topn.ResultName, SeriesKey: r.spec.markerKey,
+				Timestamp: r.key.window, Value: buf[start:len(buf):len(buf)]})
+		}
 		r.dirty = false
 		r.Version++
-		w, err := r.write()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, w)
+		start := len(buf)
+		buf = r.record(buf)
+		out = append(out, tsdb.Write{Kind: tsdb.KindMeasure, Group: r.spec.group, Name: topn.ResultName, SeriesKey: r.recordKey,
+			Timestamp: r.key.window, Version: r.Version, Value: buf[start:len(buf):len(buf)]})
 	}
 	if advanced {
 		a.evict()
@@ -246,12 +297,29 @@ func (a *topNAggregator) observe(ctx context.Context, db *tsdb.DB, batch []tsdb.
 	return out, nil
 }
 
-func numeric(v *modelv1.FieldValue) bool {
-	switch v.GetValue().(type) {
-	case *modelv1.FieldValue_Int, *modelv1.FieldValue_Float:
-		return true
+// fieldValue is field i of pt, when it is a number.
+func fieldValue(pt *wire.Point, i int) (topn.Value, bool) {
+	if i >= len(pt.Fields) {
+		return topn.Value{}, false
 	}
-	return false
+	switch f := &pt.Fields[i]; f.Kind {
+	case wire.KindInt:
+		return topn.Value{Int: f.Int}, true
+	case wire.KindFloat:
+		return topn.Value{F: math.Float64frombits(uint64(f.Int)), Float: true}, true
+	}
+	return topn.Value{}, false
+}
+
+// entityRaw is tag r of pt as a series is named by it: the TagValue as
+// written, or nothing for a null (an empty string or binary value is
+// one, as queries read them back).
+func entityRaw(pt *wire.Point, r tagRef) []byte {
+	v, ok := pt.Tag(r.family, r.tag)
+	if !ok || v.Kind.IsNull() || ((v.Kind == wire.KindStr || v.Kind == wire.KindBinary) && len(v.Bytes) == 0) {
+		return nil
+	}
+	return v.Raw
 }
 
 // mod is ts mod iv, in [0, iv) also for times before 1970.
@@ -264,8 +332,9 @@ func mod(ts, iv int64) int64 {
 }
 
 // load returns the ranking of key, read back from its stored record when
-// there is one, and holds it.
-func (a *topNAggregator) load(ctx context.Context, db *tsdb.DB, spec *topNSpec, key rankKey, tfs []*modelv1.TagFamilyForWrite) (*heldRanking, error) {
+// there is one (the window has stored rankings), and holds it; pt is a
+// write it counts (for the group-by values).
+func (a *topNAggregator) load(ctx context.Context, db *tsdb.DB, spec *topNSpec, key rankKey, pt *wire.Point, stored bool) (*heldRanking, error) {
 	sort := modelv1.Sort_SORT_ASC
 	if key.desc {
 		sort = modelv1.Sort_SORT_DESC
@@ -278,7 +347,13 @@ func (a *topNAggregator) load(ctx context.Context, db *tsdb.DB, spec *topNSpec, 
 	names := []string{topn.TagAgg, topn.TagSort, topn.TagShard}
 	eq := map[string]*modelv1.TagValue{topn.TagAgg: h.tags[0], topn.TagSort: h.tags[1], topn.TagShard: h.tags[2]}
 	for _, r := range spec.groupBy {
-		v := proto.CloneOf(orNull(answered(lookup(tfs, r))))
+		v := nullTag()
+		if raw := entityRaw(pt, r); raw != nil {
+			v = new(modelv1.TagValue)
+			if err := proto.Unmarshal(raw, v); err != nil {
+				return nil, fmt.Errorf("storage: top-N aggregation %s: tag %s does not decode: %w", spec.id, r.name, err)
+			}
+		}
 		h.tags = append(h.tags, v)
 		names = append(names, r.name)
 		eq[r.name] = v
@@ -287,15 +362,17 @@ func (a *topNAggregator) load(ctx context.Context, db *tsdb.DB, spec *topNSpec, 
 	if !ok {
 		return nil, fmt.Errorf("storage: top-N aggregation %s: no series key for its ranking", spec.id)
 	}
-	h.record = rec
+	h.recordKey = rec
 	for _, seg := range db.SegmentsIn(tsdb.KindMeasure, spec.group, key.window, key.window+1) {
+		if !stored {
+			break
+		}
 		err := db.ScanSegment(ctx, seg, tsdb.Scan{Name: topn.ResultName, Begin: key.window, End: key.window + 1, SeriesKey: rec}, func(it *tsdb.Item) error {
 			var stored measurev1.DataPointValue
 			if err := proto.Unmarshal(it.Payload, &stored); err != nil {
 				return fmt.Errorf("storage: stored top-N ranking does not decode: %w", err)
 			}
-			r, err := topn.Unmarshal(fieldAt(stored.GetFields(), 0).GetBinaryData(), fieldAt(stored.GetFields(), 1).GetBinaryData(),
-				spec.counters, key.desc, it.Version)
+			r, err := topn.Unmarshal(fieldAt(stored.GetFields(), 0).GetBinaryData(), spec.counters, key.desc, it.Version)
 			if err == nil {
 				h.Ranking = r
 			}
@@ -309,37 +386,69 @@ func (a *topNAggregator) load(ctx context.Context, db *tsdb.DB, spec *topNSpec, 
 		h.Ranking = topn.NewRanking(spec.counters, key.desc)
 	}
 	a.rankings[key] = h
+	wk := windowKey{spec.id, key.window}
+	a.windows[wk] = append(a.windows[wk], key)
 	return h, nil
 }
 
-// write is the record of the ranking as it is now.
-func (h *heldRanking) write() (tsdb.Write, error) {
-	list, series, err := h.Marshal(h.key.window)
-	if err != nil {
-		return tsdb.Write{}, err
+// hasMarker reports whether a window of spec has rankings stored.
+func (a *topNAggregator) hasMarker(ctx context.Context, db *tsdb.DB, spec *topNSpec, window int64) (bool, error) {
+	found := false
+	for _, seg := range db.SegmentsIn(tsdb.KindMeasure, spec.group, window, window+1) {
+		err := db.ScanSegment(ctx, seg, tsdb.Scan{Name: topn.ResultName, Begin: window, End: window + 1, SeriesKey: spec.markerKey}, func(*tsdb.Item) error {
+			found = true
+			return nil
+		})
+		if err != nil {
+			return false, mapClosed(err)
+		}
 	}
-	v, err := proto.Marshal(&measurev1.DataPointValue{
-		Timestamp:   timestamppb.New(time.Unix(0, h.key.window)),
-		TagFamilies: []*modelv1.TagFamilyForWrite{{Tags: h.tags}},
-		Fields: []*modelv1.FieldValue{
-			{Value: &modelv1.FieldValue_BinaryData{BinaryData: list}},
-			{Value: &modelv1.FieldValue_BinaryData{BinaryData: series}},
-		},
-		Version: h.Version,
+	return found, nil
+}
+
+// marker appends the marker record of a window of spec to dst: its one
+// tag is the aggregation, so no query of rankings (which names the sort)
+// reads it.
+func marker(dst []byte, spec *topNSpec, window int64) []byte {
+	out, err := proto.MarshalOptions{}.MarshalAppend(dst, &measurev1.DataPointValue{
+		Timestamp:   timestamppb.New(time.Unix(0, window)),
+		TagFamilies: []*modelv1.TagFamilyForWrite{{Tags: []*modelv1.TagValue{{Value: &modelv1.TagValue_Str{Str: &modelv1.Str{Value: spec.id}}}}}},
 	})
 	if err != nil {
-		return tsdb.Write{}, err
+		panic(fmt.Sprintf("storage: a top-N marker does not encode: %v", err)) // only valid messages are built
 	}
-	return tsdb.Write{Kind: tsdb.KindMeasure, Group: h.spec.group, Name: topn.ResultName, SeriesKey: h.record,
-		Timestamp: h.key.window, Version: h.Version, Value: v}, nil
+	return out
+}
+
+// record appends the record of the ranking as it is now to dst: a
+// DataPointValue, encoded here as its fields are few and the ranking is
+// copied in whole.
+func (h *heldRanking) record(dst []byte) []byte {
+	h.list = h.Marshal(h.list[:0], h.spec.names)
+	v := &measurev1.DataPointValue{
+		Timestamp:   timestamppb.New(time.Unix(0, h.key.window)),
+		TagFamilies: []*modelv1.TagFamilyForWrite{{Tags: h.tags}},
+		Fields:      []*modelv1.FieldValue{{Value: &modelv1.FieldValue_BinaryData{BinaryData: h.list}}},
+		Version:     h.Version,
+	}
+	out, err := proto.MarshalOptions{}.MarshalAppend(dst, v)
+	if err != nil {
+		panic(fmt.Sprintf("storage: a top-N record does not encode: %v", err)) // only valid messages are built
+	}
+	return out
 }
 
 // evict lets go of the rankings of windows older than their
 // aggregation's lru_size newest.
 func (a *topNAggregator) evict() {
-	for k, h := range a.rankings {
-		if k.window < a.newest[k.agg]-h.spec.windows*h.spec.interval {
+	for wk, keys := range a.windows {
+		if h := a.rankings[keys[0]]; h != nil && wk.window >= a.newest[wk.agg]-h.spec.windows*h.spec.interval {
+			continue
+		}
+		for _, k := range keys {
 			delete(a.rankings, k)
 		}
+		delete(a.windows, wk)
+		delete(a.stored, wk)
 	}
 }

@@ -13,9 +13,11 @@
 package topn
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -27,7 +29,6 @@ import (
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
-	"github.com/banyand-io/banyand/banyand/aggregate"
 )
 
 // ResultName is the name the rankings are stored under, in the source
@@ -36,15 +37,13 @@ const ResultName = "_top_n_result"
 
 // The record's tags, in order: the aggregation ("group/name"), the sort
 // (modelv1.Sort), the shard, then the aggregation's group-by tags under
-// their own names. Its fields: the ranking (a marshalled TopNList) and
-// the series keys of its items.
+// their own names. Its field: the ranking (Ranking.Marshal).
 const (
-	TagFamily   = "_topn"
-	TagAgg      = "_topn_aggregation"
-	TagSort     = "_topn_sort"
-	TagShard    = "_topn_shard"
-	FieldList   = "ranking"
-	FieldSeries = "series"
+	TagFamily = "_topn"
+	TagAgg    = "_topn_aggregation"
+	TagSort   = "_topn_sort"
+	TagShard  = "_topn_shard"
+	FieldList = "ranking"
 )
 
 // AggID names an aggregation in its records.
@@ -76,27 +75,55 @@ func ResultSchema(agg *databasev1.TopNAggregation, m *databasev1.Measure) *datab
 	return &databasev1.Measure{
 		Metadata:    &commonv1.Metadata{Group: m.GetMetadata().GetGroup(), Name: ResultName},
 		TagFamilies: []*databasev1.TagFamilySpec{{Name: TagFamily, Tags: tags}},
-		Fields: []*databasev1.FieldSpec{
-			{Name: FieldList, FieldType: databasev1.FieldType_FIELD_TYPE_DATA_BINARY},
-			{Name: FieldSeries, FieldType: databasev1.FieldType_FIELD_TYPE_DATA_BINARY},
-		},
-		Entity:   &databasev1.Entity{TagNames: entity},
-		Interval: m.GetInterval(),
+		Fields:      []*databasev1.FieldSpec{{Name: FieldList, FieldType: databasev1.FieldType_FIELD_TYPE_DATA_BINARY}},
+		Entity:      &databasev1.Entity{TagNames: entity},
+		Interval:    m.GetInterval(),
 	}
+}
+
+// Value is a ranked field's value: an int, or a float when Float.
+type Value struct {
+	Int   int64
+	F     float64
+	Float bool
+}
+
+func (v Value) num() float64 {
+	if v.Float {
+		return v.F
+	}
+	return float64(v.Int)
+}
+
+// FieldValue is v as a query answers it.
+func (v Value) FieldValue() *modelv1.FieldValue {
+	if v.Float {
+		return &modelv1.FieldValue{Value: &modelv1.FieldValue_Float{Float: &modelv1.Float{Value: v.F}}}
+	}
+	return &modelv1.FieldValue{Value: &modelv1.FieldValue_Int{Int: &modelv1.Int{Value: v.Int}}}
 }
 
 // Entry is one series of a ranking.
 type Entry struct {
 	// Series is the series' key: it identifies the series.
 	Series string
-	// Entity names the series: the group-by tags, then the entity's.
-	Entity []*modelv1.Tag
-	Value  *modelv1.FieldValue
+	// Entity names the series (see AppendEntityValue): the group-by tags,
+	// then the entity's.
+	Entity []byte
+	Value  Value
 	num    float64
 	// Timestamp and Version are the point's that set Value: a later point
 	// of the window (or the same point, written with a version at least as
 	// high) replaces it.
 	Timestamp, Version int64
+}
+
+// AppendEntityValue appends a tag value naming a series to an entry's
+// Entity: raw is a marshalled model.v1.TagValue, empty for a null (an
+// empty string or binary value is one too, as queries read them back).
+func AppendEntityValue(dst, raw []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(raw)))
+	return append(dst, raw...)
 }
 
 // Ranking is the bounded ranking of one window: at most Cap series, best
@@ -129,11 +156,11 @@ func (r *Ranking) better(a, b float64) bool {
 	return a < b
 }
 
-// Put counts the point (ts, version) of series with value v; entity is
-// called only when the series enters the ranking. It reports whether the
-// ranking changed.
-func (r *Ranking) Put(series []byte, ts, version int64, v *modelv1.FieldValue, entity func() []*modelv1.Tag) bool {
-	num := aggregate.Numeric(v)
+// Put counts the point (ts, version) of series with value v; entity
+// (the Entity bytes) is called only when the series enters the ranking.
+// It reports whether the ranking changed.
+func (r *Ranking) Put(series []byte, ts, version int64, v Value, entity func() []byte) bool {
+	num := v.num()
 	if e, ok := r.bySeries[string(series)]; ok {
 		if ts < e.Timestamp || (ts == e.Timestamp && version < e.Version) {
 			return false
@@ -173,39 +200,150 @@ func (r *Ranking) remove(e *Entry) {
 	}
 }
 
-// Marshal encodes the ranking as the record's two fields: the list
-// (timestamp ts) and its items' series keys.
-func (r *Ranking) Marshal(ts int64) (list, series []byte, err error) {
-	l := &measurev1.TopNList{Items: make([]*measurev1.TopNList_Item, len(r.entries))}
-	for i, e := range r.entries {
-		l.Items[i] = &measurev1.TopNList_Item{Entity: e.Entity, Value: e.Value, Version: e.Version, Timestamp: nanosToPB(e.Timestamp)}
-		series = binary.AppendUvarint(series, uint64(len(e.Series)))
-		series = append(series, e.Series...)
+// Marshal appends the ranking's encoding (the record's field) to dst:
+// the names of the entity tags, then each entry best first: its series
+// key, entity values, value, timestamp and version. Entity values are
+// copied as written, not re-encoded.
+func (r *Ranking) Marshal(dst []byte, names []string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(names)))
+	for _, n := range names {
+		dst = binary.AppendUvarint(dst, uint64(len(n)))
+		dst = append(dst, n...)
 	}
-	list, err = proto.Marshal(l)
-	return list, series, err
+	dst = binary.AppendUvarint(dst, uint64(len(r.entries)))
+	for _, e := range r.entries {
+		dst = binary.AppendUvarint(dst, uint64(len(e.Series)))
+		dst = append(dst, e.Series...)
+		dst = binary.AppendUvarint(dst, uint64(len(e.Entity)))
+		dst = append(dst, e.Entity...)
+		if e.Value.Float {
+			dst = append(dst, 1)
+			dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(e.Value.F))
+		} else {
+			dst = append(dst, 0)
+			dst = binary.AppendVarint(dst, e.Value.Int)
+		}
+		dst = binary.AppendVarint(dst, e.Timestamp)
+		dst = binary.AppendVarint(dst, e.Version)
+	}
+	return dst
+}
+
+var errTruncated = errors.New("topn: stored ranking is truncated")
+
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err, r.b = errTruncated, nil
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) varint() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.err, r.b = errTruncated, nil
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) bytes() []byte {
+	n := r.uvarint()
+	if uint64(len(r.b)) < n {
+		r.err, r.b = errTruncated, nil
+		return nil
+	}
+	out := r.b[:n:n]
+	r.b = r.b[n:]
+	return out
+}
+
+// decode calls fn with each entry of an encoded ranking, best first; the
+// entry's slices alias b.
+func decode(b []byte, fn func(names []string, e *Entry) error) error {
+	r := &reader{b: b}
+	names := make([]string, r.uvarint())
+	for i := range names {
+		names[i] = string(r.bytes())
+	}
+	n := r.uvarint()
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		e := &Entry{Series: string(r.bytes()), Entity: r.bytes()}
+		if len(r.b) < 1 {
+			return errTruncated
+		}
+		kind := r.b[0]
+		r.b = r.b[1:]
+		if kind == 1 {
+			if len(r.b) < 8 {
+				return errTruncated
+			}
+			e.Value = Value{F: math.Float64frombits(binary.BigEndian.Uint64(r.b)), Float: true}
+			r.b = r.b[8:]
+		} else {
+			e.Value = Value{Int: r.varint()}
+		}
+		e.Timestamp, e.Version = r.varint(), r.varint()
+		if r.err != nil {
+			break
+		}
+		if err := fn(names, e); err != nil {
+			return err
+		}
+	}
+	return r.err
 }
 
 // Unmarshal is Marshal's inverse: the ranking of a stored record, at
 // version, of at most capacity series.
-func Unmarshal(list, series []byte, capacity int, desc bool, version int64) (*Ranking, error) {
-	var l measurev1.TopNList
-	if err := proto.Unmarshal(list, &l); err != nil {
-		return nil, fmt.Errorf("topn: stored ranking does not decode: %w", err)
-	}
+func Unmarshal(b []byte, capacity int, desc bool, version int64) (*Ranking, error) {
 	r := NewRanking(capacity, desc)
 	r.Version = version
-	for _, it := range l.GetItems() {
-		n, k := binary.Uvarint(series)
-		if k <= 0 || uint64(len(series)-k) < n {
-			return nil, errors.New("topn: stored ranking's series keys are truncated")
-		}
-		key := series[k : k+int(n)]
-		series = series[k+int(n):]
-		ts := it.GetTimestamp().AsTime().UnixNano()
-		r.Put(key, ts, it.GetVersion(), it.GetValue(), func() []*modelv1.Tag { return it.GetEntity() })
+	err := decode(b, func(_ []string, e *Entry) error {
+		entity := bytes.Clone(e.Entity)
+		r.Put([]byte(e.Series), e.Timestamp, e.Version, e.Value, func() []byte { return entity })
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return r, nil
+}
+
+// Items returns the entries of an encoded ranking as a TopNList's items,
+// best first.
+func Items(b []byte) ([]*measurev1.TopNList_Item, error) {
+	var out []*measurev1.TopNList_Item
+	err := decode(b, func(names []string, e *Entry) error {
+		it := &measurev1.TopNList_Item{Value: e.Value.FieldValue(), Version: e.Version, Timestamp: nanosToPB(e.Timestamp)}
+		r := &reader{b: e.Entity}
+		for _, name := range names {
+			raw := r.bytes()
+			v := &modelv1.TagValue{Value: &modelv1.TagValue_Null{}}
+			if len(raw) > 0 {
+				v = &modelv1.TagValue{}
+				if err := proto.Unmarshal(raw, v); err != nil {
+					return fmt.Errorf("topn: a stored entity value does not decode: %w", err)
+				}
+			}
+			it.Entity = append(it.Entity, &modelv1.Tag{Key: name, Value: v})
+		}
+		if r.err != nil {
+			return r.err
+		}
+		out = append(out, it)
+		return nil
+	})
+	return out, err
 }
 
 func nanosToPB(ts int64) *timestamppb.Timestamp { return timestamppb.New(time.Unix(0, ts)) }

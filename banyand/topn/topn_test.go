@@ -6,24 +6,26 @@ import (
 	"slices"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 )
-
-func intValue(v int64) *modelv1.FieldValue {
-	return &modelv1.FieldValue{Value: &modelv1.FieldValue_Int{Int: &modelv1.Int{Value: v}}}
-}
 
 func names(r *Ranking) []string {
 	var out []string
 	for _, e := range r.Entries() {
-		out = append(out, fmt.Sprintf("%s=%d", e.Series, e.Value.GetInt().GetValue()))
+		out = append(out, fmt.Sprintf("%s=%d", e.Series, e.Value.Int))
 	}
 	return out
 }
 
 func put(r *Ranking, series string, ts, version, v int64) bool {
-	return r.Put([]byte(series), ts, version, intValue(v), func() []*modelv1.Tag {
-		return []*modelv1.Tag{{Key: "s", Value: &modelv1.TagValue{Value: &modelv1.TagValue_Str{Str: &modelv1.Str{Value: series}}}}}
+	return r.Put([]byte(series), ts, version, Value{Int: v}, func() []byte {
+		raw, err := proto.Marshal(&modelv1.TagValue{Value: &modelv1.TagValue_Str{Str: &modelv1.Str{Value: series}}})
+		if err != nil {
+			panic(err)
+		}
+		return AppendEntityValue(nil, raw)
 	})
 }
 
@@ -105,29 +107,46 @@ func TestRankingAgainstSortingAll(t *testing.T) {
 	}
 }
 
-// A ranking read back from its record is the same ranking.
+// A ranking read back from its record is the same ranking, and a query
+// reads its items as they were written: entity tags named, a null for
+// an empty value.
 func TestRankingRecordRoundTrip(t *testing.T) {
 	r := NewRanking(3, true)
 	for i, s := range []string{"a", "b", "c", "d"} {
 		put(r, s, int64(i), int64(10+i), int64(i*3))
 	}
-	list, series, err := r.Marshal(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := Unmarshal(list, series, 3, true, 7)
+	r.Put([]byte("e"), 9, 1, Value{F: 2.5, Float: true}, func() []byte { return AppendEntityValue(nil, nil) })
+	b := r.Marshal(nil, []string{"svc"})
+	back, err := Unmarshal(b, 3, true, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := names(back), names(r); !slices.Equal(got, want) || back.Version != 7 {
 		t.Fatalf("%v (version %d), want %v", got, back.Version, want)
 	}
-	for i, e := range back.Entries() {
-		if o := r.Entries()[i]; e.Timestamp != o.Timestamp || e.Version != o.Version || e.Entity[0].GetValue().GetStr().GetValue() != o.Series {
-			t.Fatalf("entry %d: %+v, want %+v", i, e, o)
+	items, err := Items(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, it := range items {
+		e := r.Entries()[i]
+		if it.GetTimestamp().AsTime().UnixNano() != e.Timestamp || it.GetVersion() != e.Version ||
+			it.GetEntity()[0].GetKey() != "svc" || it.GetEntity()[0].GetValue().GetStr().GetValue() != e.Series || it.GetValue().GetInt().GetValue() != e.Value.Int {
+			t.Fatalf("item %d: %v, want %+v", i, it, e)
 		}
 	}
-	if _, err := Unmarshal(list, series[:len(series)-1], 3, true, 7); err == nil {
-		t.Fatal("truncated series keys: no error")
+	r = NewRanking(2, false)
+	r.Put([]byte("e"), 9, 1, Value{F: 2.5, Float: true}, func() []byte { return AppendEntityValue(nil, nil) })
+	items, err = Items(r.Marshal(nil, []string{"svc"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it := items[0]; it.GetValue().GetFloat().GetValue() != 2.5 || it.GetEntity()[0].GetValue().GetNull() != 0 || it.GetEntity()[0].GetValue().GetValue() == nil {
+		t.Fatalf("float item with a null entity value: %v", it)
+	}
+	for n := 1; n < len(b); n++ {
+		if _, err := Items(b[:n]); err == nil {
+			t.Fatalf("truncated to %d of %d bytes: no error", n, len(b))
+		}
 	}
 }
