@@ -42,7 +42,7 @@ func (s *MeasureService) TopN(ctx context.Context, req *measurev1.TopNRequest) (
 	}
 	src, snap := s.schema.src.Current(), s.schema.snapshot()
 	if s.query.topNRankings {
-		return s.topNFromRankings(ctx, req, src)
+		return s.topNFromRankings(ctx, req, snap)
 	}
 	var items []rankedItem
 	var parts []part

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
@@ -28,10 +29,13 @@ import (
 // with agg, ranked. A ranking holds at most counters_number series, so a
 // series outside a window's counters_number does not count in that
 // window.
-func (s *MeasureService) topNFromRankings(ctx context.Context, req *measurev1.TopNRequest, src *schema.Snapshot) (*measurev1.TopNResponse, error) {
+func (s *MeasureService) topNFromRankings(ctx context.Context, req *measurev1.TopNRequest, snap *schemaSnapshot) (*measurev1.TopNResponse, error) {
 	var sort modelv1.Sort
 	sh := &shaping{agg: req.GetAgg()}
 	windows := map[int64][]*measurev1.TopNList_Item{}
+	var parts []part // with agg, pushed down: a partial a series
+	pushed := req.GetAgg() != modelv1.AggregationFunction_AGGREGATION_FUNCTION_UNSPECIFIED
+	src := snap.src
 	for _, g := range req.GetGroups() {
 		agg, measure, err := topNSource(src, g, req.GetName())
 		if err != nil {
@@ -65,8 +69,31 @@ func (s *MeasureService) topNFromRankings(ctx context.Context, req *measurev1.To
 			FieldProjection: &measurev1.QueryRequest_FieldProjection{Names: []string{topn.FieldList}},
 			Limit:           schema.MaxQueryWindow,
 		}
+		rschema := topn.ResultSchema(agg, measure)
+		if pushed {
+			// Each data node folds the rankings of the shards it answers
+			// for into a partial a series, as a measure query's group by.
+			srcLayout := snap.measures[nameKey{Group: measure.GetMetadata().GetGroup(), Name: measure.GetMetadata().GetName()}]
+			if srcLayout != nil {
+				one := proto.CloneOf(rq)
+				one.FieldProjection = nil
+				one.Agg = &measurev1.QueryRequest_Aggregation{Function: req.GetAgg(), FieldName: topn.FieldList}
+				got, ok, err := s.pushDown(ctx, &measureLayout{layout: srcLayout.layout, schema: rschema}, one, nil, nil)
+				if err != nil {
+					return nil, err
+				}
+				if ok {
+					for i := range got {
+						got[i].entity = got[i].first.GetTagFamilies()[0].GetTags()
+					}
+					parts = append(parts, got...)
+					continue
+				}
+			}
+			pushed = false
+		}
 		replies, err := ask[measurev1.QueryResponse](ctx, s.query, queue.TopicMeasureQuery, measure.GetMetadata().GetGroup(),
-			&clusterv1.MeasureQuery{Request: rq, Schema: topn.ResultSchema(agg, measure)}, nil)
+			&clusterv1.MeasureQuery{Request: rq, Schema: rschema}, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -115,8 +142,18 @@ func (s *MeasureService) topNFromRankings(ctx context.Context, req *measurev1.To
 		}
 		return resp, nil
 	}
+	if pushed {
+		list, err := rankAggregated(sh, sh.merge(parts, false), sort, int(req.GetTopN()))
+		if err != nil {
+			return nil, err
+		}
+		if len(list.GetItems()) > 0 {
+			resp.Lists = append(resp.Lists, list)
+		}
+		return resp, nil
+	}
 	// Each series' values over the windows, in the order of its first.
-	var series []part
+	series := parts
 	index := map[string]int{}
 	for _, ts := range starts {
 		for _, it := range windows[ts] {

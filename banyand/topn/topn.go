@@ -267,9 +267,10 @@ func (r *reader) bytes() []byte {
 	return out
 }
 
-// decode calls fn with each entry of an encoded ranking, best first; the
-// entry's slices alias b.
-func decode(b []byte, fn func(names []string, e *Entry) error) error {
+// Each calls fn with the entity tag names and each entry of an encoded
+// ranking, best first; the entry's slices alias b, and it is valid only
+// during the call.
+func Each(b []byte, fn func(names []string, e *Entry) error) error {
 	r := &reader{b: b}
 	names := make([]string, r.uvarint())
 	for i := range names {
@@ -308,7 +309,7 @@ func decode(b []byte, fn func(names []string, e *Entry) error) error {
 func Unmarshal(b []byte, capacity int, desc bool, version int64) (*Ranking, error) {
 	r := NewRanking(capacity, desc)
 	r.Version = version
-	err := decode(b, func(_ []string, e *Entry) error {
+	err := Each(b, func(_ []string, e *Entry) error {
 		entity := bytes.Clone(e.Entity)
 		r.Put([]byte(e.Series), e.Timestamp, e.Version, e.Value, func() []byte { return entity })
 		return nil
@@ -323,27 +324,34 @@ func Unmarshal(b []byte, capacity int, desc bool, version int64) (*Ranking, erro
 // best first.
 func Items(b []byte) ([]*measurev1.TopNList_Item, error) {
 	var out []*measurev1.TopNList_Item
-	err := decode(b, func(names []string, e *Entry) error {
+	err := Each(b, func(names []string, e *Entry) error {
 		it := &measurev1.TopNList_Item{Value: e.Value.FieldValue(), Version: e.Version, Timestamp: nanosToPB(e.Timestamp)}
-		r := &reader{b: e.Entity}
-		for _, name := range names {
-			raw := r.bytes()
-			v := &modelv1.TagValue{Value: &modelv1.TagValue_Null{}}
-			if len(raw) > 0 {
-				v = &modelv1.TagValue{}
-				if err := proto.Unmarshal(raw, v); err != nil {
-					return fmt.Errorf("topn: a stored entity value does not decode: %w", err)
-				}
-			}
-			it.Entity = append(it.Entity, &modelv1.Tag{Key: name, Value: v})
-		}
-		if r.err != nil {
-			return r.err
+		var err error
+		if it.Entity, err = EntityTags(names, e.Entity); err != nil {
+			return err
 		}
 		out = append(out, it)
 		return nil
 	})
 	return out, err
+}
+
+// EntityTags are the tags named by an entry's Entity.
+func EntityTags(names []string, entity []byte) ([]*modelv1.Tag, error) {
+	r := &reader{b: entity}
+	out := make([]*modelv1.Tag, 0, len(names))
+	for _, name := range names {
+		raw := r.bytes()
+		v := &modelv1.TagValue{Value: &modelv1.TagValue_Null{}}
+		if len(raw) > 0 {
+			v = &modelv1.TagValue{}
+			if err := proto.Unmarshal(raw, v); err != nil {
+				return nil, fmt.Errorf("topn: a stored entity value does not decode: %w", err)
+			}
+		}
+		out = append(out, &modelv1.Tag{Key: name, Value: v})
+	}
+	return out, r.err
 }
 
 func nanosToPB(ts int64) *timestamppb.Timestamp { return timestamppb.New(time.Unix(0, ts)) }
