@@ -65,7 +65,7 @@ func (s *MeasureService) topNFromRankings(ctx context.Context, req *measurev1.To
 			crit = and(crit, &modelv1.Criteria{Exp: &modelv1.Criteria_Condition{Condition: c}})
 		}
 		rq := &measurev1.QueryRequest{
-			Groups: q.GetGroups(), Name: topn.ResultName, TimeRange: req.GetTimeRange(), Criteria: crit,
+			Groups: q.GetGroups(), Name: topn.RecordName(topn.AggID(agg)), TimeRange: req.GetTimeRange(), Criteria: crit,
 			FieldProjection: &measurev1.QueryRequest_FieldProjection{Names: []string{topn.FieldList}},
 			Limit:           schema.MaxQueryWindow,
 		}

@@ -46,7 +46,7 @@ func (s *Store) queryPartials(ctx context.Context, q *clusterv1.MeasureQuery) (*
 	if pp.GetShardNum() == 0 {
 		return nil, fmt.Errorf("%w: partial measure query without the group's shard count", errInvalidQuery)
 	}
-	if req.GetName() == topn.ResultName {
+	if topn.IsRecordName(req.GetName()) {
 		return s.queryRankingPartials(ctx, q, pp)
 	}
 	p, layout, crit, out, err := measurePlan(q, 0, 0)

@@ -74,6 +74,7 @@ type topNSpecs struct {
 // topNSpec is one aggregation resolved against its source measure.
 type topNSpec struct {
 	id      string
+	record  string // the records' name (topn.RecordName)
 	group   string // the source measure's: where the records go
 	field   int
 	groupBy []tagRef
@@ -153,9 +154,9 @@ func compileTopN(agg *databasev1.TopNAggregation, m *databasev1.Measure) (*topNS
 	if err != nil {
 		return nil, err
 	}
-	markerKey, _ := seriesKey(topn.ResultName, []string{topn.TagAgg}, map[string]*modelv1.TagValue{
+	markerKey, _ := seriesKey(topn.RecordName(topn.AggID(agg)), []string{topn.TagAgg}, map[string]*modelv1.TagValue{
 		topn.TagAgg: {Value: &modelv1.TagValue_Str{Str: &modelv1.Str{Value: topn.AggID(agg)}}}})
-	spec := &topNSpec{id: topn.AggID(agg), markerKey: markerKey, group: m.GetMetadata().GetGroup(), field: -1, match: crit.match,
+	spec := &topNSpec{id: topn.AggID(agg), record: topn.RecordName(topn.AggID(agg)), markerKey: markerKey, group: m.GetMetadata().GetGroup(), field: -1, match: crit.match,
 		counters: int(max(agg.GetCountersNumber(), 1)), interval: iv.Nanoseconds(), windows: int64(max(agg.GetLruSize(), 2))}
 	for i, f := range m.GetFields() {
 		if f.GetName() == agg.GetFieldName() {
@@ -281,14 +282,14 @@ func (a *topNAggregator) observe(ctx context.Context, db *tsdb.DB, batch []tsdb.
 			a.stored[wk] = true
 			start := len(buf)
 			buf = marker(buf, r.spec, r.key.window)
-			out = append(out, tsdb.Write{Kind: tsdb.KindMeasure, Group: r.spec.group, Name: topn.ResultName, SeriesKey: r.spec.markerKey,
+			out = append(out, tsdb.Write{Kind: tsdb.KindMeasure, Group: r.spec.group, Name: r.spec.record, SeriesKey: r.spec.markerKey,
 				Timestamp: r.key.window, Value: buf[start:len(buf):len(buf)]})
 		}
 		r.dirty = false
 		r.Version++
 		start := len(buf)
 		buf = r.record(buf)
-		out = append(out, tsdb.Write{Kind: tsdb.KindMeasure, Group: r.spec.group, Name: topn.ResultName, SeriesKey: r.recordKey,
+		out = append(out, tsdb.Write{Kind: tsdb.KindMeasure, Group: r.spec.group, Name: r.spec.record, SeriesKey: r.recordKey,
 			Timestamp: r.key.window, Version: r.Version, Value: buf[start:len(buf):len(buf)]})
 	}
 	if advanced {
@@ -358,7 +359,7 @@ func (a *topNAggregator) load(ctx context.Context, db *tsdb.DB, spec *topNSpec, 
 		names = append(names, r.name)
 		eq[r.name] = v
 	}
-	rec, ok := seriesKey(topn.ResultName, names, eq)
+	rec, ok := seriesKey(spec.record, names, eq)
 	if !ok {
 		return nil, fmt.Errorf("storage: top-N aggregation %s: no series key for its ranking", spec.id)
 	}
@@ -367,7 +368,7 @@ func (a *topNAggregator) load(ctx context.Context, db *tsdb.DB, spec *topNSpec, 
 		if !stored {
 			break
 		}
-		err := db.ScanSegment(ctx, seg, tsdb.Scan{Name: topn.ResultName, Begin: key.window, End: key.window + 1, SeriesKey: rec}, func(it *tsdb.Item) error {
+		err := db.ScanSegment(ctx, seg, tsdb.Scan{Name: spec.record, Begin: key.window, End: key.window + 1, SeriesKey: rec}, func(it *tsdb.Item) error {
 			var stored measurev1.DataPointValue
 			if err := proto.Unmarshal(it.Payload, &stored); err != nil {
 				return fmt.Errorf("storage: stored top-N ranking does not decode: %w", err)
@@ -395,7 +396,7 @@ func (a *topNAggregator) load(ctx context.Context, db *tsdb.DB, spec *topNSpec, 
 func (a *topNAggregator) hasMarker(ctx context.Context, db *tsdb.DB, spec *topNSpec, window int64) (bool, error) {
 	found := false
 	for _, seg := range db.SegmentsIn(tsdb.KindMeasure, spec.group, window, window+1) {
-		err := db.ScanSegment(ctx, seg, tsdb.Scan{Name: topn.ResultName, Begin: window, End: window + 1, SeriesKey: spec.markerKey}, func(*tsdb.Item) error {
+		err := db.ScanSegment(ctx, seg, tsdb.Scan{Name: spec.record, Begin: window, End: window + 1, SeriesKey: spec.markerKey}, func(*tsdb.Item) error {
 			found = true
 			return nil
 		})

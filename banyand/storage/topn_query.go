@@ -17,8 +17,8 @@ import (
 	"github.com/banyand-io/banyand/pkg/wire"
 )
 
-// queryRankingPartials answers a partial query of top-N rankings (name
-// topn.ResultName; see PreAggregateTopN): the rankings of the range that
+// queryRankingPartials answers a partial query of top-N rankings (a
+// topn.RecordName; see PreAggregateTopN): the rankings of the range that
 // pass the criteria, of the shards the plan has this node answer for,
 // folded into one partial a series (its values over the windows it
 // ranked in). A partial's first point holds the series' entity tags

@@ -91,7 +91,7 @@ func TestTopNRankingsAreStoredWithTheBatch(t *testing.T) {
 	read := func(s *Store) map[string][]string {
 		t.Helper()
 		resp, err := s.QueryMeasure(context.Background(), &clusterv1.MeasureQuery{Schema: topn.ResultSchema(agg, m), Request: &measurev1.QueryRequest{
-			Groups: []string{testGroup}, Name: topn.ResultName, TimeRange: timeRange(base, base.Add(time.Hour)),
+			Groups: []string{testGroup}, Name: topn.RecordName(topn.AggID(agg)), TimeRange: timeRange(base, base.Add(time.Hour)),
 			Criteria:        eq(topn.TagSort, intv(int64(modelv1.Sort_SORT_DESC))), // the rankings, not the windows' markers
 			TagProjection:   &modelv1.TagProjection{TagFamilies: []*modelv1.TagProjection_TagFamily{{Name: topn.TagFamily, Tags: []string{"service"}}}},
 			FieldProjection: &measurev1.QueryRequest_FieldProjection{Names: []string{topn.FieldList}},

@@ -7,8 +7,8 @@
 // measure's interval, each shard and each value of the group-by tags, a
 // Ranking of at most counters_number series by the aggregation's field,
 // the latest point of a series in the window counting. Each write batch
-// stores the rankings it changed as records of a measure named ResultName
-// in the source measure's group (the segment of the data they rank), in
+// stores the rankings it changed as records of a measure named
+// RecordName in the source measure's group (the segment of the data they rank), in
 // the batch's own commit: a ranking is as durable as the writes it counts.
 package topn
 
@@ -20,6 +20,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -31,8 +32,9 @@ import (
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 )
 
-// ResultName is the name the rankings are stored under, in the source
-// measure's group, as BanyanDB's _top_n_result measure.
+// ResultName is the stem of the names the rankings are stored under (see
+// RecordName), in the source measure's group, after BanyanDB's
+// _top_n_result measure.
 const ResultName = "_top_n_result"
 
 // The record's tags, in order: the aggregation ("group/name"), the sort
@@ -50,6 +52,13 @@ const (
 func AggID(agg *databasev1.TopNAggregation) string {
 	return agg.GetMetadata().GetGroup() + "/" + agg.GetMetadata().GetName()
 }
+
+// RecordName is the name an aggregation's records are stored under: the
+// aggregation's own, so that reading one reads none of another's.
+func RecordName(aggID string) string { return ResultName + "/" + aggID }
+
+// IsRecordName reports whether a measure name is a RecordName.
+func IsRecordName(name string) bool { return strings.HasPrefix(name, ResultName+"/") }
 
 // ResultSchema is the measure schema the records of agg (whose source is
 // m) are read with.
@@ -73,7 +82,7 @@ func ResultSchema(agg *databasev1.TopNAggregation, m *databasev1.Measure) *datab
 		entity = append(entity, name)
 	}
 	return &databasev1.Measure{
-		Metadata:    &commonv1.Metadata{Group: m.GetMetadata().GetGroup(), Name: ResultName},
+		Metadata:    &commonv1.Metadata{Group: m.GetMetadata().GetGroup(), Name: RecordName(AggID(agg))},
 		TagFamilies: []*databasev1.TagFamilySpec{{Name: TagFamily, Tags: tags}},
 		Fields:      []*databasev1.FieldSpec{{Name: FieldList, FieldType: databasev1.FieldType_FIELD_TYPE_DATA_BINARY}},
 		Entity:      &databasev1.Entity{TagNames: entity},
