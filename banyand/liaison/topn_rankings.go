@@ -59,17 +59,20 @@ func (s *MeasureService) topNFromRankings(ctx context.Context, req *measurev1.To
 		if sort == modelv1.Sort_SORT_ASC {
 			stored = modelv1.Sort_SORT_ASC
 		}
-		crit := and(eqCondition(topn.TagAgg, &modelv1.TagValue{Value: &modelv1.TagValue_Str{Str: &modelv1.Str{Value: topn.AggID(agg)}}}),
-			eqCondition(topn.TagSort, &modelv1.TagValue{Value: &modelv1.TagValue_Int{Int: &modelv1.Int{Value: int64(stored)}}}))
+		var crit *modelv1.Criteria
 		for _, c := range req.GetConditions() {
-			crit = and(crit, &modelv1.Criteria{Exp: &modelv1.Criteria_Condition{Condition: c}})
+			next := &modelv1.Criteria{Exp: &modelv1.Criteria_Condition{Condition: c}}
+			if crit != nil {
+				next = and(crit, next)
+			}
+			crit = next
 		}
 		rq := &measurev1.QueryRequest{
-			Groups: q.GetGroups(), Name: topn.RecordName(topn.AggID(agg)), TimeRange: req.GetTimeRange(), Criteria: crit,
+			Groups: q.GetGroups(), Name: topn.RecordName(topn.AggID(agg), stored), TimeRange: req.GetTimeRange(), Criteria: crit,
 			FieldProjection: &measurev1.QueryRequest_FieldProjection{Names: []string{topn.FieldList}},
 			Limit:           schema.MaxQueryWindow,
 		}
-		rschema := topn.ResultSchema(agg, measure)
+		rschema := topn.ResultSchema(agg, measure, stored)
 		if pushed {
 			// Each data node folds the rankings of the shards it answers
 			// for into a partial a series, as a measure query's group by.
@@ -184,10 +187,6 @@ func entityKey(entity []*modelv1.Tag) []byte {
 		k = aggregate.AppendKey(k, t.GetValue())
 	}
 	return k
-}
-
-func eqCondition(tag string, v *modelv1.TagValue) *modelv1.Criteria {
-	return &modelv1.Criteria{Exp: &modelv1.Criteria_Condition{Condition: &modelv1.Condition{Name: tag, Op: modelv1.Condition_BINARY_OP_EQ, Value: v}}}
 }
 
 func and(l, r *modelv1.Criteria) *modelv1.Criteria {

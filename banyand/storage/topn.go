@@ -74,8 +74,9 @@ type topNSpecs struct {
 // topNSpec is one aggregation resolved against its source measure.
 type topNSpec struct {
 	id      string
-	record  string // the records' name (topn.RecordName)
-	group   string // the source measure's: where the records go
+	records [2]string // the rankings' names, ascending and descending (topn.RecordName)
+	marker  string    // the markers' name
+	group   string    // the source measure's: where the records go
 	field   int
 	groupBy []tagRef
 	entity  []tagRef // the group-by tags, then the entity's
@@ -87,6 +88,14 @@ type topNSpec struct {
 	sorts     []bool // desc, one ranking each
 	interval  int64
 	windows   int64
+}
+
+// recordName is the name of the rankings kept desc's way.
+func (spec *topNSpec) recordName(desc bool) string {
+	if desc {
+		return spec.records[1]
+	}
+	return spec.records[0]
 }
 
 type rankKey struct {
@@ -154,9 +163,11 @@ func compileTopN(agg *databasev1.TopNAggregation, m *databasev1.Measure) (*topNS
 	if err != nil {
 		return nil, err
 	}
-	markerKey, _ := seriesKey(topn.RecordName(topn.AggID(agg)), []string{topn.TagAgg}, map[string]*modelv1.TagValue{
+	id := topn.AggID(agg)
+	markerKey, _ := seriesKey(topn.MarkerName(id), []string{topn.TagAgg}, map[string]*modelv1.TagValue{
 		topn.TagAgg: {Value: &modelv1.TagValue_Str{Str: &modelv1.Str{Value: topn.AggID(agg)}}}})
-	spec := &topNSpec{id: topn.AggID(agg), record: topn.RecordName(topn.AggID(agg)), markerKey: markerKey, group: m.GetMetadata().GetGroup(), field: -1, match: crit.match,
+	spec := &topNSpec{id: id, marker: topn.MarkerName(id), markerKey: markerKey,
+		records: [2]string{topn.RecordName(id, modelv1.Sort_SORT_ASC), topn.RecordName(id, modelv1.Sort_SORT_DESC)}, group: m.GetMetadata().GetGroup(), field: -1, match: crit.match,
 		counters: int(max(agg.GetCountersNumber(), 1)), interval: iv.Nanoseconds(), windows: int64(max(agg.GetLruSize(), 2))}
 	for i, f := range m.GetFields() {
 		if f.GetName() == agg.GetFieldName() {
@@ -282,14 +293,14 @@ func (a *topNAggregator) observe(ctx context.Context, db *tsdb.DB, batch []tsdb.
 			a.stored[wk] = true
 			start := len(buf)
 			buf = marker(buf, r.spec, r.key.window)
-			out = append(out, tsdb.Write{Kind: tsdb.KindMeasure, Group: r.spec.group, Name: r.spec.record, SeriesKey: r.spec.markerKey,
+			out = append(out, tsdb.Write{Kind: tsdb.KindMeasure, Group: r.spec.group, Name: r.spec.marker, SeriesKey: r.spec.markerKey,
 				Timestamp: r.key.window, Value: buf[start:len(buf):len(buf)]})
 		}
 		r.dirty = false
 		r.Version++
 		start := len(buf)
 		buf = r.record(buf)
-		out = append(out, tsdb.Write{Kind: tsdb.KindMeasure, Group: r.spec.group, Name: r.spec.record, SeriesKey: r.recordKey,
+		out = append(out, tsdb.Write{Kind: tsdb.KindMeasure, Group: r.spec.group, Name: r.spec.recordName(r.key.desc), SeriesKey: r.recordKey,
 			Timestamp: r.key.window, Version: r.Version, Value: buf[start:len(buf):len(buf)]})
 	}
 	if advanced {
@@ -359,7 +370,7 @@ func (a *topNAggregator) load(ctx context.Context, db *tsdb.DB, spec *topNSpec, 
 		names = append(names, r.name)
 		eq[r.name] = v
 	}
-	rec, ok := seriesKey(spec.record, names, eq)
+	rec, ok := seriesKey(spec.recordName(key.desc), names, eq)
 	if !ok {
 		return nil, fmt.Errorf("storage: top-N aggregation %s: no series key for its ranking", spec.id)
 	}
@@ -368,7 +379,7 @@ func (a *topNAggregator) load(ctx context.Context, db *tsdb.DB, spec *topNSpec, 
 		if !stored {
 			break
 		}
-		err := db.ScanSegment(ctx, seg, tsdb.Scan{Name: spec.record, Begin: key.window, End: key.window + 1, SeriesKey: rec}, func(it *tsdb.Item) error {
+		err := db.ScanSegment(ctx, seg, tsdb.Scan{Name: spec.recordName(key.desc), Begin: key.window, End: key.window + 1, SeriesKey: rec}, func(it *tsdb.Item) error {
 			var stored measurev1.DataPointValue
 			if err := proto.Unmarshal(it.Payload, &stored); err != nil {
 				return fmt.Errorf("storage: stored top-N ranking does not decode: %w", err)
@@ -396,7 +407,7 @@ func (a *topNAggregator) load(ctx context.Context, db *tsdb.DB, spec *topNSpec, 
 func (a *topNAggregator) hasMarker(ctx context.Context, db *tsdb.DB, spec *topNSpec, window int64) (bool, error) {
 	found := false
 	for _, seg := range db.SegmentsIn(tsdb.KindMeasure, spec.group, window, window+1) {
-		err := db.ScanSegment(ctx, seg, tsdb.Scan{Name: spec.record, Begin: window, End: window + 1, SeriesKey: spec.markerKey}, func(*tsdb.Item) error {
+		err := db.ScanSegment(ctx, seg, tsdb.Scan{Name: spec.marker, Begin: window, End: window + 1, SeriesKey: spec.markerKey}, func(*tsdb.Item) error {
 			found = true
 			return nil
 		})
@@ -407,9 +418,8 @@ func (a *topNAggregator) hasMarker(ctx context.Context, db *tsdb.DB, spec *topNS
 	return found, nil
 }
 
-// marker appends the marker record of a window of spec to dst: its one
-// tag is the aggregation, so no query of rankings (which names the sort)
-// reads it.
+// marker appends the marker record of a window of spec to dst, stored
+// under a name of its own: no query of rankings reads it.
 func marker(dst []byte, spec *topNSpec, window int64) []byte {
 	out, err := proto.MarshalOptions{}.MarshalAppend(dst, &measurev1.DataPointValue{
 		Timestamp:   timestamppb.New(time.Unix(0, window)),

@@ -30,18 +30,6 @@ func (s *Store) queryRankingPartials(ctx context.Context, q *clusterv1.MeasureQu
 	if err != nil {
 		return nil, err
 	}
-	want := func(v *wire.Value, eq *modelv1.TagValue) bool {
-		switch e := eq.GetValue().(type) {
-		case nil:
-			return true
-		case *modelv1.TagValue_Str:
-			return v.Kind == wire.KindStr && string(v.Bytes) == e.Str.GetValue()
-		case *modelv1.TagValue_Int:
-			return v.Kind == wire.KindInt && v.Int == e.Int.GetValue()
-		}
-		return true
-	}
-	aggEq, sortEq := crit.eq[topn.TagAgg], crit.eq[topn.TagSort]
 	answers, held := make([]bool, pp.GetShardNum()), make([]bool, pp.GetShardNum())
 	for _, sh := range pp.GetShards() {
 		if sh < pp.GetShardNum() {
@@ -68,11 +56,9 @@ func (s *Store) queryRankingPartials(ctx context.Context, q *clusterv1.MeasureQu
 				if err := wire.ParseDataPoint(it.Payload, &wp); err != nil {
 					return fmt.Errorf("storage: stored ranking does not decode: %w", err)
 				}
-				agg, ok1 := wp.Tag(0, 0)
-				sort, ok2 := wp.Tag(0, 1)
-				shard, ok3 := wp.Tag(0, 2)
-				if !ok1 || !ok2 || !ok3 || !want(agg, aggEq) || !want(sort, sortEq) || len(wp.Fields) == 0 {
-					return nil // another aggregation's, or a window's marker
+				shard, ok := wp.Tag(0, 2)
+				if !ok || len(wp.Fields) == 0 {
+					return fmt.Errorf("storage: stored ranking has no shard or no ranking")
 				}
 				sh := uint32(shard.Int)
 				if sh >= pp.GetShardNum() {

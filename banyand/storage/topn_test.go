@@ -90,8 +90,8 @@ func TestTopNRankingsAreStoredWithTheBatch(t *testing.T) {
 	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	read := func(s *Store) map[string][]string {
 		t.Helper()
-		resp, err := s.QueryMeasure(context.Background(), &clusterv1.MeasureQuery{Schema: topn.ResultSchema(agg, m), Request: &measurev1.QueryRequest{
-			Groups: []string{testGroup}, Name: topn.RecordName(topn.AggID(agg)), TimeRange: timeRange(base, base.Add(time.Hour)),
+		resp, err := s.QueryMeasure(context.Background(), &clusterv1.MeasureQuery{Schema: topn.ResultSchema(agg, m, modelv1.Sort_SORT_DESC), Request: &measurev1.QueryRequest{
+			Groups: []string{testGroup}, Name: topn.RecordName(topn.AggID(agg), modelv1.Sort_SORT_DESC), TimeRange: timeRange(base, base.Add(time.Hour)),
 			Criteria:        eq(topn.TagSort, intv(int64(modelv1.Sort_SORT_DESC))), // the rankings, not the windows' markers
 			TagProjection:   &modelv1.TagProjection{TagFamilies: []*modelv1.TagProjection_TagFamily{{Name: topn.TagFamily, Tags: []string{"service"}}}},
 			FieldProjection: &measurev1.QueryRequest_FieldProjection{Names: []string{topn.FieldList}},

@@ -53,16 +53,25 @@ func AggID(agg *databasev1.TopNAggregation) string {
 	return agg.GetMetadata().GetGroup() + "/" + agg.GetMetadata().GetName()
 }
 
-// RecordName is the name an aggregation's records are stored under: the
-// aggregation's own, so that reading one reads none of another's.
-func RecordName(aggID string) string { return ResultName + "/" + aggID }
+// RecordName is the name the rankings of an aggregation kept sort's way
+// are stored under: their own, so that reading them reads nothing else.
+func RecordName(aggID string, sort modelv1.Sort) string {
+	if sort == modelv1.Sort_SORT_ASC {
+		return MarkerName(aggID) + "/asc"
+	}
+	return MarkerName(aggID) + "/desc"
+}
+
+// MarkerName is the name of the markers of the windows an aggregation
+// has rankings stored of.
+func MarkerName(aggID string) string { return ResultName + "/" + aggID }
 
 // IsRecordName reports whether a measure name is a RecordName.
 func IsRecordName(name string) bool { return strings.HasPrefix(name, ResultName+"/") }
 
 // ResultSchema is the measure schema the records of agg (whose source is
-// m) are read with.
-func ResultSchema(agg *databasev1.TopNAggregation, m *databasev1.Measure) *databasev1.Measure {
+// m) kept sort's way are read with.
+func ResultSchema(agg *databasev1.TopNAggregation, m *databasev1.Measure, sort modelv1.Sort) *databasev1.Measure {
 	tags := []*databasev1.TagSpec{
 		{Name: TagAgg, Type: databasev1.TagType_TAG_TYPE_STRING},
 		{Name: TagSort, Type: databasev1.TagType_TAG_TYPE_INT},
@@ -82,7 +91,7 @@ func ResultSchema(agg *databasev1.TopNAggregation, m *databasev1.Measure) *datab
 		entity = append(entity, name)
 	}
 	return &databasev1.Measure{
-		Metadata:    &commonv1.Metadata{Group: m.GetMetadata().GetGroup(), Name: RecordName(AggID(agg))},
+		Metadata:    &commonv1.Metadata{Group: m.GetMetadata().GetGroup(), Name: RecordName(AggID(agg), sort)},
 		TagFamilies: []*databasev1.TagFamilySpec{{Name: TagFamily, Tags: tags}},
 		Fields:      []*databasev1.FieldSpec{{Name: FieldList, FieldType: databasev1.FieldType_FIELD_TYPE_DATA_BINARY}},
 		Entity:      &databasev1.Entity{TagNames: entity},
