@@ -45,10 +45,11 @@ func (s *Store) PreAggregateTopN(src TopNSchemas) {
 // data point.
 //
 // A ranking lives in memory while its window is among the lru_size (at
-// least 2) newest of its aggregation; a write to an older window, or the
-// first write to a window after a restart, reads the stored ranking back
-// first, so a ranking counts every acknowledged write whatever the order
-// or the restarts. A batch whose commit fails has still been counted: its
+// least 2) newest of its aggregation and while a commit of its records
+// is under way; a write to an older window, or the first write to a
+// window after a restart, reads the stored ranking back first, so a
+// ranking counts every acknowledged write whatever the order or the
+// restarts. A batch whose commit fails has still been counted: its
 // retry writes the same values.
 type topNAggregator struct {
 	src   TopNSchemas
@@ -120,6 +121,10 @@ type heldRanking struct {
 	tags      []*modelv1.TagValue // the record's
 	list      []byte              // the last encoding, reused
 	dirty     bool
+	// inflight counts the commits of its records under way: a ranking is
+	// not let go of before they are over, so that reading it back never
+	// misses one.
+	inflight int
 }
 
 // topNWrite is a measure write of a batch (its index) and its shard.
@@ -205,10 +210,10 @@ func compileTopN(agg *databasev1.TopNAggregation, m *databasev1.Measure) (*topNS
 
 // observe counts the writes ws of a batch into the rankings and returns
 // the records of those that changed, for the batch's commit.
-func (a *topNAggregator) observe(ctx context.Context, db *tsdb.DB, batch []tsdb.Write, ws []topNWrite) ([]tsdb.Write, error) {
+func (a *topNAggregator) observe(ctx context.Context, db *tsdb.DB, batch []tsdb.Write, ws []topNWrite) ([]tsdb.Write, []*heldRanking, error) {
 	specs := a.current()
 	if len(specs.bySource) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -264,13 +269,13 @@ func (a *topNAggregator) observe(ctx context.Context, db *tsdb.DB, batch []tsdb.
 					if !seen {
 						var err error
 						if stored, err = a.hasMarker(ctx, db, spec, window); err != nil {
-							return nil, err
+							return nil, nil, undirty(touched, err)
 						}
 						a.stored[wk] = stored
 					}
 					var err error
 					if r, err = a.load(ctx, db, spec, key, pt, stored); err != nil {
-						return nil, err
+						return nil, nil, undirty(touched, err)
 					}
 				}
 				if r.Put(w.SeriesKey, w.Timestamp, w.Version, v, entity) && !r.dirty {
@@ -297,6 +302,7 @@ func (a *topNAggregator) observe(ctx context.Context, db *tsdb.DB, batch []tsdb.
 				Timestamp: r.key.window, Value: buf[start:len(buf):len(buf)]})
 		}
 		r.dirty = false
+		r.inflight++
 		r.Version++
 		start := len(buf)
 		buf = r.record(buf)
@@ -306,7 +312,29 @@ func (a *topNAggregator) observe(ctx context.Context, db *tsdb.DB, batch []tsdb.
 	if advanced {
 		a.evict()
 	}
-	return out, nil
+	return out, touched, nil
+}
+
+// undirty clears the marks of the rankings a failed batch changed, so
+// that the next batch to change them stores them; it returns err.
+func undirty(touched []*heldRanking, err error) error {
+	for _, r := range touched {
+		r.dirty = false
+	}
+	return err
+}
+
+// committed says the commit of the records of rankings held is over,
+// stored or not.
+func (a *topNAggregator) committed(held []*heldRanking) {
+	if len(held) == 0 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, h := range held {
+		h.inflight--
+	}
 }
 
 // fieldValue is field i of pt, when it is a number.
@@ -455,6 +483,9 @@ func (a *topNAggregator) evict() {
 	for wk, keys := range a.windows {
 		if h := a.rankings[keys[0]]; h != nil && wk.window >= a.newest[wk.agg]-h.spec.windows*h.spec.interval {
 			continue
+		}
+		if slices.ContainsFunc(keys, func(k rankKey) bool { return a.rankings[k].inflight > 0 }) {
+			continue // the next eviction lets go of it
 		}
 		for _, k := range keys {
 			delete(a.rankings, k)

@@ -196,3 +196,65 @@ func processCPU(b *testing.B) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// Batches written at once, each changing the same rankings: whatever
+// order their commits land in, the stored ranking is the newest, which
+// counts every write.
+func TestTopNRankingsOfConcurrentBatches(t *testing.T) {
+	src, m := cpmSchemas(&databasev1.TopNAggregation{Metadata: &commonv1.Metadata{Name: "all"},
+		FieldValueSort: modelv1.Sort_SORT_DESC, CountersNumber: 1000, LruSize: 2})
+	agg := src.snap.TopNAggregations[schema.Key{Group: testGroup, Name: "all"}]
+	s := New(Config{Dir: t.TempDir()}, nil, nil)
+	s.PreAggregateTopN(src)
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	const writers, batches, minutes = 4, 10, 5
+	msgs := make([][][][]byte, writers) // writer, batch, message
+	for w := range writers {
+		msgs[w] = make([][][]byte, batches)
+		for b := range batches {
+			for minute := range minutes {
+				msgs[w][b] = append(msgs[w][b], cpmWrite(t, 0, w, b, base.Add(time.Duration(minute)*time.Minute), int64(w*100+b)))
+			}
+		}
+	}
+	errc := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			for b := range batches {
+				if errs := s.WriteMeasure(context.Background(), msgs[w][b]); errs != nil {
+					errc <- fmt.Errorf("writer %d: %v", w, errs)
+					return
+				}
+			}
+			errc <- nil
+		}()
+	}
+	for range writers {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := s.QueryMeasure(context.Background(), &clusterv1.MeasureQuery{Schema: topn.ResultSchema(agg, m, modelv1.Sort_SORT_DESC), Request: &measurev1.QueryRequest{
+		Groups: []string{testGroup}, Name: topn.RecordName(topn.AggID(agg), modelv1.Sort_SORT_DESC), TimeRange: timeRange(base, base.Add(time.Hour)),
+		FieldProjection: &measurev1.QueryRequest_FieldProjection{Names: []string{topn.FieldList}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(resp.GetDataPoints()); n != minutes {
+		t.Fatalf("%d rankings stored, want one a minute (%d)", n, minutes)
+	}
+	for _, dp := range resp.GetDataPoints() {
+		items, err := topn.Items(dp.GetFields()[0].GetValue().GetBinaryData())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(items) != writers*batches || items[0].GetValue().GetInt().GetValue() != (writers-1)*100+batches-1 {
+			t.Errorf("ranking of %s: %d series, first %v; want %d, first %d", dp.GetTimestamp().AsTime(), len(items), items[0].GetValue(), writers*batches, (writers-1)*100+batches-1)
+		}
+	}
+}

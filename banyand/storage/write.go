@@ -96,8 +96,9 @@ func (s *Store) write(ctx context.Context, msgs [][]byte, d *decoder) []error {
 		// The rankings the batch changed are stored in its commit.
 		db, err := s.DB()
 		var recs []tsdb.Write
+		var held []*heldRanking
 		if err == nil {
-			recs, err = s.topn.observe(ctx, db, ws, ranked)
+			recs, held, err = s.topn.observe(ctx, db, ws, ranked)
 		}
 		if err != nil {
 			for _, i := range idx {
@@ -106,6 +107,7 @@ func (s *Store) write(ctx context.Context, msgs [][]byte, d *decoder) []error {
 			return errs
 		}
 		ws = append(ws, recs...)
+		defer s.topn.committed(held)
 	}
 	if err := s.commit(ctx, ws, pairs); err != nil {
 		for _, i := range idx {
