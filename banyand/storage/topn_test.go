@@ -258,3 +258,51 @@ func TestTopNRankingsOfConcurrentBatches(t *testing.T) {
 		}
 	}
 }
+
+// A write to a window past the lru_size newest reads its ranking back
+// before counting in it: the late point joins the ranking, which keeps
+// the points counted before.
+func TestTopNLateWriteReadsTheRankingBack(t *testing.T) {
+	src, m := cpmSchemas(&databasev1.TopNAggregation{Metadata: &commonv1.Metadata{Name: "all"},
+		FieldValueSort: modelv1.Sort_SORT_DESC, CountersNumber: 10, LruSize: 2})
+	agg := src.snap.TopNAggregations[schema.Key{Group: testGroup, Name: "all"}]
+	s := New(Config{Dir: t.TempDir()}, nil, nil)
+	s.PreAggregateTopN(src)
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	for minute := range 6 {
+		if errs := s.WriteMeasure(context.Background(), [][]byte{cpmWrite(t, 0, 0, 0, base.Add(time.Duration(minute)*time.Minute), 5)}); errs != nil {
+			t.Fatal(errs)
+		}
+	}
+	if held := len(s.topn.rankings); held > 3 {
+		t.Fatalf("%d rankings held, want those of the lru_size newest windows and the newest (3 at most)", held)
+	}
+	if errs := s.WriteMeasure(context.Background(), [][]byte{cpmWrite(t, 0, 0, 1, base, 9)}); errs != nil {
+		t.Fatal(errs)
+	}
+	resp, err := s.QueryMeasure(context.Background(), &clusterv1.MeasureQuery{Schema: topn.ResultSchema(agg, m, modelv1.Sort_SORT_DESC), Request: &measurev1.QueryRequest{
+		Groups: []string{testGroup}, Name: topn.RecordName(topn.AggID(agg), modelv1.Sort_SORT_DESC), TimeRange: timeRange(base, base.Add(time.Second)),
+		FieldProjection: &measurev1.QueryRequest_FieldProjection{Names: []string{topn.FieldList}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.GetDataPoints()) != 1 {
+		t.Fatalf("%d rankings of the first minute, want 1: %v", len(resp.GetDataPoints()), resp.GetDataPoints())
+	}
+	items, err := topn.Items(resp.GetDataPoints()[0].GetFields()[0].GetValue().GetBinaryData())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, it := range items {
+		got = append(got, fmt.Sprintf("%s=%d", it.GetEntity()[1].GetValue().GetStr().GetValue(), it.GetValue().GetInt().GetValue()))
+	}
+	if fmt.Sprint(got) != "[inst_0_1=9 inst_0_0=5]" {
+		t.Fatalf("first minute's ranking after a late write: %v, want [inst_0_1=9 inst_0_0=5]", got)
+	}
+}
