@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	commonv1 "github.com/banyand-io/banyand/api/proto/banyandb/common/v1"
@@ -26,7 +27,10 @@ import (
 // "all_10" (counters_number 10) and "by_svc" (grouped by svc). The
 // "write" sub-benchmarks write the data once and report the process's
 // CPU per write (the client, the liaison and the data nodes of the
-// cluster written to); the queries ask SUM top 10 over the whole range.
+// cluster written to); the queries ask SUM top 10 over the whole range,
+// and report how many of the ten items the rankings answer are the
+// points' answer, at the same rank with the same value
+// (items-as-query-time).
 //
 //	go test -run '^$' -bench BenchmarkClusterTopN -benchtime 5x ./test/
 func BenchmarkClusterTopN(b *testing.B) {
@@ -71,14 +75,30 @@ func BenchmarkClusterTopN(b *testing.B) {
 			for _, pre := range []bool{false, true} {
 				conn := clusters[pre].liaisons[0]
 				b.Run(set.name+"/"+q.name+"/"+way[pre], func(b *testing.B) {
+					var resp *measurev1.TopNResponse
 					for b.Loop() {
-						resp, err := topNBenchQuery(conn, set.group, q.req)
-						if err != nil {
+						var err error
+						if resp, err = topNBenchQuery(conn, set.group, q.req); err != nil {
 							b.Fatal(err)
 						}
 						if len(resp.GetLists()) != 1 || len(resp.GetLists()[0].GetItems()) == 0 {
 							b.Fatal("no answer")
 						}
+					}
+					if pre {
+						// How many of the ten items are the query time's,
+						// at the same rank with the same value.
+						want, err := topNBenchQuery(clusters[false].liaisons[0], set.group, q.req)
+						if err != nil {
+							b.Fatal(err)
+						}
+						same := 0
+						for i, it := range resp.GetLists()[0].GetItems() {
+							if w := want.GetLists()[0].GetItems(); i < len(w) && proto.Equal(it, w[i]) {
+								same++
+							}
+						}
+						b.ReportMetric(float64(same), "items-as-query-time")
 					}
 				})
 			}
