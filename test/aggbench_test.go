@@ -140,7 +140,14 @@ func aggBenchQuery(conn *grpc.ClientConn, group string, mod func(*measurev1.Quer
 // points, a minute apart per series, over one stream.
 func writeAggBench(tb testing.TB, conn *grpc.ClientConn, group string, n int) {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	createAggBench(tb, conn, group)
+	writeAggBenchPoints(tb, conn, group, n, aggSeries)
+}
+
+// createAggBench creates group with the benchmark measure.
+func createAggBench(tb testing.TB, conn *grpc.ClientConn, group string) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	year := &commonv1.IntervalRule{Unit: commonv1.IntervalRule_UNIT_DAY, Num: 3650}
 	day := &commonv1.IntervalRule{Unit: commonv1.IntervalRule_UNIT_DAY, Num: 1}
@@ -162,6 +169,15 @@ func writeAggBench(tb testing.TB, conn *grpc.ClientConn, group string, n int) {
 	}}); err != nil {
 		tb.Fatalf("create measure: %v", err)
 	}
+}
+
+// writeAggBenchPoints writes n points of the benchmark measure to group:
+// series series (instance-i, of svc-(i mod aggServices)), each a point a
+// minute up to baseTime, over one stream.
+func writeAggBenchPoints(tb testing.TB, conn *grpc.ClientConn, group string, n, seriesNum int) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
 	ws, err := measurev1.NewMeasureServiceClient(conn).Write(ctx)
 	if err != nil {
 		tb.Fatal(err)
@@ -191,9 +207,9 @@ func writeAggBench(tb testing.TB, conn *grpc.ClientConn, group string, n int) {
 			acked++
 		}
 	}()
-	minutes := n / aggSeries
+	minutes := n / seriesNum
 	for i := range n {
-		series, minute := i%aggSeries, i/aggSeries
+		series, minute := i%seriesNum, i/seriesNum
 		req := &measurev1.WriteRequest{MessageId: uint64(i + 1), DataPoint: &measurev1.DataPointValue{
 			Timestamp: timestamppb.New(baseTime.Add(-time.Duration(minutes-minute) * time.Minute)),
 			TagFamilies: []*modelv1.TagFamilyForWrite{{Tags: []*modelv1.TagValue{

@@ -33,11 +33,20 @@ type cluster struct {
 	dataDirs []string
 	data     []*runningRole
 	liaisons []*grpc.ClientConn
+	// topNPre: the nodes keep and read top-N rankings (--topn-pre-aggregation).
+	topNPre bool
 }
 
 func startCluster(t testing.TB, dataNodes, liaisons int) *cluster {
 	t.Helper()
-	c := &cluster{t: t, etcd: etcdtest.Start(t)}
+	return startClusterWith(t, dataNodes, liaisons, false)
+}
+
+// startClusterWith is startCluster, its nodes keeping and reading top-N
+// rankings when topNPre.
+func startClusterWith(t testing.TB, dataNodes, liaisons int, topNPre bool) *cluster {
+	t.Helper()
+	c := &cluster{t: t, etcd: etcdtest.Start(t), topNPre: topNPre}
 	for i := range dataNodes {
 		c.dataDirs = append(c.dataDirs, t.TempDir())
 		c.data = append(c.data, c.startDataNode(i))
@@ -59,6 +68,7 @@ func (c *cluster) startDataNode(i int) *runningRole {
 	s.NodeName = fmt.Sprintf("data-%d", i)
 	s.NodeTTL = 2 * time.Second
 	s.Etcd.Endpoints = []string{c.etcd.Endpoint()}
+	s.TopNPreAggregation = c.topNPre
 	return runStorage(c.t, &s)
 }
 
@@ -76,6 +86,7 @@ func (c *cluster) waitRegistered(n int) {
 func (c *cluster) startLiaison() *grpc.ClientConn {
 	c.t.Helper()
 	l := newLiaison(c.etcd.Endpoint())
+	l.TopNPreAggregation = c.topNPre
 	runClientRole(c.t, "liaison", l)
 	return dial(c.t, l.ClientAddr())
 }

@@ -75,8 +75,16 @@ func (r *runningRole) stop(t testing.TB) {
 // data in dir and returns a client connection to it.
 func startStandalone(t *testing.T, dir string) (*grpc.ClientConn, *runningRole) {
 	t.Helper()
+	return startStandaloneWith(t, dir, false)
+}
+
+// startStandaloneWith is startStandalone, keeping top-N rankings as
+// writes arrive when topNPre (--topn-pre-aggregation).
+func startStandaloneWith(t *testing.T, dir string, topNPre bool) (*grpc.ClientConn, *runningRole) {
+	t.Helper()
 	var sa roles.Standalone
 	sa.SetDefaults("127.0.0.1:0", dir)
+	sa.TopNPreAggregation = topNPre
 	r := runClientRole(t, "standalone", &sa)
 	return dial(t, sa.ClientAddr()), r
 }

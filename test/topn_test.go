@@ -36,17 +36,27 @@ var instanceCPM = [][]struct {
 const topNName = "service_instance_cpm_minute_top_bottom_100"
 
 func TestMeasureTopN(t *testing.T) {
-	t.Run("standalone", func(t *testing.T) {
-		conn, _ := startStandalone(t, t.TempDir())
-		checkTopN(t, conn)
-	})
-	t.Run("cluster", func(t *testing.T) {
-		c := startCluster(t, 2, 1)
-		checkTopN(t, c.liaisons[0])
-	})
+	for _, pre := range []bool{false, true} {
+		name := map[bool]string{false: "query time", true: "pre-aggregated"}[pre]
+		t.Run("standalone/"+name, func(t *testing.T) {
+			conn, _ := startStandaloneWith(t, t.TempDir(), pre)
+			createInstanceCPM(t, conn)
+			checkTopN(t, conn, pre)
+		})
+		t.Run("cluster/"+name, func(t *testing.T) {
+			c := startClusterWith(t, 2, 1, pre)
+			createInstanceCPM(t, c.liaisons[0])
+			if pre {
+				waitTopNPre(t, c.liaisons[0], cpmGroup, "service_instance_cpm_minute", topNName, baseTime.Add(-3*time.Hour))
+			}
+			checkTopN(t, c.liaisons[0], pre)
+		})
+	}
 }
 
-func checkTopN(t *testing.T, conn *grpc.ClientConn) {
+// checkTopN asks the topn cases; pre: the answer is from rankings, whose
+// lists without agg are a window each (here two points a window).
+func checkTopN(t *testing.T, conn *grpc.ClientConn, pre bool) {
 	writeInstanceCPM(t, conn)
 	topN := func(mod func(*measurev1.TopNRequest)) (*measurev1.TopNResponse, error) {
 		req := &measurev1.TopNRequest{
@@ -95,11 +105,15 @@ func checkTopN(t *testing.T, conn *grpc.ClientConn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(resp.GetLists()); n != 12 {
-		t.Fatalf("%d lists without agg, want one per point in time (12)", n)
+	lists, items := 12, 1 // one per point in time
+	if pre {
+		lists, items = 6, 2 // one per minute window
+	}
+	if n := len(resp.GetLists()); n != lists {
+		t.Fatalf("%d lists without agg, want %d", n, lists)
 	}
 	for i, l := range resp.GetLists() {
-		if len(l.GetItems()) != 1 || l.GetTimestamp() == nil || (i > 0 && !resp.GetLists()[i-1].GetTimestamp().AsTime().Before(l.GetTimestamp().AsTime())) {
+		if len(l.GetItems()) != items || l.GetTimestamp() == nil || (i > 0 && !resp.GetLists()[i-1].GetTimestamp().AsTime().Before(l.GetTimestamp().AsTime())) {
 			t.Fatalf("list %d: %s", i, prototext.Format(l))
 		}
 	}
@@ -122,9 +136,8 @@ func checkTopN(t *testing.T, conn *grpc.ClientConn) {
 	}
 }
 
-// writeInstanceCPM creates the measure and its top-N aggregation and
-// writes instanceCPM.
-func writeInstanceCPM(t *testing.T, conn *grpc.ClientConn) {
+// createInstanceCPM creates the measure and its top-N aggregation.
+func createInstanceCPM(t *testing.T, conn *grpc.ClientConn) {
 	t.Helper()
 	ctx := ctxT(t)
 	day := &commonv1.IntervalRule{Unit: commonv1.IntervalRule_UNIT_DAY, Num: 1}
@@ -156,7 +169,13 @@ func writeInstanceCPM(t *testing.T, conn *grpc.ClientConn) {
 	}}); err != nil {
 		t.Fatalf("create top-N aggregation: %v", err)
 	}
-	ws, err := measurev1.NewMeasureServiceClient(conn).Write(ctx)
+}
+
+// writeInstanceCPM writes instanceCPM.
+func writeInstanceCPM(t *testing.T, conn *grpc.ClientConn) {
+	t.Helper()
+	const name = "service_instance_cpm_minute"
+	ws, err := measurev1.NewMeasureServiceClient(conn).Write(ctxT(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,10 @@ type Deps struct {
 	// opt-in, off by default.
 	AllowPartial   bool
 	PartialAnswers Counter
+	// TopNRankings answers MeasureService.TopN from the rankings the data
+	// nodes keep as writes arrive (storage.Store.PreAggregateTopN) instead
+	// of from the points: set it only where every data node keeps them.
+	TopNRankings bool
 }
 
 // Services are the client-facing services of one liaison: the stream and
@@ -78,7 +82,7 @@ func NewServices(cfg WriteConfig, deps Deps) *Services {
 	if partial == nil {
 		partial = noCounter{}
 	}
-	q := &querier{logger: logger, schema: view, queue: deps.Queue, holders: deps.Holders, answerers: deps.Answerers, allowPartial: deps.AllowPartial, partial: partial}
+	q := &querier{logger: logger, schema: view, queue: deps.Queue, holders: deps.Holders, answerers: deps.Answerers, allowPartial: deps.AllowPartial, partial: partial, topNRankings: deps.TopNRankings}
 	return &Services{
 		Stream:   &StreamService{writer: w, query: q},
 		Measure:  &MeasureService{writer: w, query: q},

@@ -43,6 +43,7 @@ type querier struct {
 	answerers    ShardAnswerers // nil: points are shipped to the liaison
 	allowPartial bool
 	partial      Counter
+	topNRankings bool // TopN reads the data nodes' rankings (Deps.TopNRankings)
 }
 
 func checkQuery(groups []string, name string, tr *modelv1.TimeRange, criteria *modelv1.Criteria, offset, limit uint32) error {

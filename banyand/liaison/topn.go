@@ -41,19 +41,17 @@ func (s *MeasureService) TopN(ctx context.Context, req *measurev1.TopNRequest) (
 		return nil, status.Errorf(codes.InvalidArgument, "agg %v is not one of MEAN, MAX, MIN, COUNT, SUM", a)
 	}
 	src, snap := s.schema.src.Current(), s.schema.snapshot()
+	if s.query.topNRankings {
+		return s.topNFromRankings(ctx, req, snap)
+	}
 	var items []rankedItem
 	var parts []part
 	var sort modelv1.Sort
 	sh := &shaping{agg: req.GetAgg()} // the function and field the series fold by
 	for _, g := range req.GetGroups() {
-		agg := src.TopNAggregations[schema.Key{Group: g, Name: req.GetName()}]
-		if agg == nil {
-			return nil, status.Errorf(codes.NotFound, "top-N aggregation %s/%s does not exist", g, req.GetName())
-		}
-		measure := src.Measures[schema.Key{Group: agg.GetSourceMeasure().GetGroup(), Name: agg.GetSourceMeasure().GetName()}]
-		if measure == nil {
-			return nil, status.Errorf(codes.NotFound, "top-N aggregation %s/%s: source measure %s/%s does not exist",
-				g, req.GetName(), agg.GetSourceMeasure().GetGroup(), agg.GetSourceMeasure().GetName())
+		agg, measure, err := topNSource(src, g, req.GetName())
+		if err != nil {
+			return nil, err
 		}
 		q, entity, err := topNQuery(req, agg, measure)
 		if err != nil {
@@ -120,6 +118,21 @@ func (s *MeasureService) TopN(ctx context.Context, req *measurev1.TopNRequest) (
 		start = end
 	}
 	return resp, nil
+}
+
+// topNSource returns the top-N aggregation name of group g and its
+// source measure.
+func topNSource(src *schema.Snapshot, g, name string) (*databasev1.TopNAggregation, *databasev1.Measure, error) {
+	agg := src.TopNAggregations[schema.Key{Group: g, Name: name}]
+	if agg == nil {
+		return nil, nil, status.Errorf(codes.NotFound, "top-N aggregation %s/%s does not exist", g, name)
+	}
+	measure := src.Measures[schema.Key{Group: agg.GetSourceMeasure().GetGroup(), Name: agg.GetSourceMeasure().GetName()}]
+	if measure == nil {
+		return nil, nil, status.Errorf(codes.NotFound, "top-N aggregation %s/%s: source measure %s/%s does not exist",
+			g, name, agg.GetSourceMeasure().GetGroup(), agg.GetSourceMeasure().GetName())
+	}
+	return agg, measure, nil
 }
 
 // rankedItem is one point of a ranked series.

@@ -47,3 +47,11 @@ func (e *engineFlags) validate() error {
 func (e *engineFlags) storageConfig(dir string) storage.Config {
 	return storage.Config{Dir: dir, BufferBytes: e.WriteBuffer, SyncGather: e.SyncGather}
 }
+
+// registerTopNFlag binds --topn-pre-aggregation, which data nodes,
+// liaisons and standalone share: a cluster's must agree.
+func registerTopNFlag(fs *pflag.FlagSet, on *bool) {
+	fs.BoolVar(on, "topn-pre-aggregation", false,
+		"keep each top-N aggregation's rankings (counters_number series a window, shard and group-by value) as the source measure's writes arrive, "+
+			"and answer MeasureService.TopN from them instead of from the points; data nodes keep them, liaisons read them: set it on all or none")
+}

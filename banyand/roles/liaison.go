@@ -48,6 +48,9 @@ type Liaison struct {
 	// PartialAnswers lets a query answer OK without data nodes that hold
 	// data of its groups but are unreachable (--query-partial-answers).
 	PartialAnswers bool
+	// TopNPreAggregation answers TopN from the data nodes' rankings
+	// (--topn-pre-aggregation; the data nodes must keep them).
+	TopNPreAggregation bool
 
 	grpc *grpcServer
 	http *httpServer
@@ -62,6 +65,7 @@ func (l *Liaison) RegisterFlags(fs *pflag.FlagSet) {
 	l.Etcd.RegisterFlags(fs)
 	l.Queue.RegisterFlags(fs)
 	l.ClusterTLS.RegisterFlags(fs)
+	registerTopNFlag(fs, &l.TopNPreAggregation)
 	fs.BoolVar(&l.PartialAnswers, "query-partial-answers", false, "answer a query OK even when a data node holding data of its groups is unreachable (counted in banyand_liaison_partial_query_answers_total); "+
 		"off, such a query fails with UNAVAILABLE naming the node and its shards")
 }
@@ -145,6 +149,7 @@ func (l *Liaison) Components(logger *slog.Logger) ([]run.Component, error) {
 	services := liaison.NewServices(liaison.WriteConfig{AckTimeout: l.server.AckTimeout}, liaison.Deps{
 		Logger: logger.With("component", "liaison"), Schema: cache, Queue: publisher, Counters: roleMetrics.Writes,
 		Holders: holders, Answerers: holders, AllowPartial: l.PartialAnswers, PartialAnswers: roleMetrics.PartialAnswers,
+		TopNRankings: l.TopNPreAggregation,
 	})
 	watch := newNodeWatch(nodeWatcher, placement, logger, roleMetrics.RegistryEvents)
 	meta := metadata.New(liaison.ReadYourWrites(store, cache))

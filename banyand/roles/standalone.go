@@ -35,6 +35,9 @@ type Standalone struct {
 	HTTPAddr string
 	// Pprof serves /debug/pprof/ on the HTTP address (--pprof).
 	Pprof bool
+	// TopNPreAggregation keeps the top-N rankings as writes arrive and
+	// answers TopN from them (--topn-pre-aggregation).
+	TopNPreAggregation bool
 
 	grpc *grpcServer
 	http *httpServer
@@ -45,6 +48,7 @@ func (s *Standalone) RegisterFlags(fs *pflag.FlagSet) {
 	s.server.register(fs, DefaultClientAddr)
 	fs.StringVar(&s.DataPath, "data-path", DefaultDataPath, "directory for the schema registry and the data")
 	s.engine.register(fs)
+	registerTopNFlag(fs, &s.TopNPreAggregation)
 	fs.StringVar(&s.HTTPAddr, "http-addr", DefaultLiaisonHTTPAddr, "host:port for BanyanDB's HTTP API (/api/, bydbctl), the status page, /metrics, /healthz and /readyz; over TLS with --tls; empty disables")
 	registerPprofFlag(fs, &s.Pprof)
 }
@@ -93,6 +97,9 @@ func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 	q := bus.New(bus.Config{NodeName: "standalone"})
 	cache := schema.NewCache(nil)
 	store := storage.New(s.engine.storageConfig(storageDir(s.DataPath)), cache, logger)
+	if s.TopNPreAggregation {
+		store.PreAggregateTopN(cache)
+	}
 	promReg := metrics.NewRegistry()
 	sec := security.NewMetrics(true)
 	roleMetrics := metrics.RegisterStandalone(promReg, metrics.StandaloneSources{
@@ -100,7 +107,7 @@ func (s *Standalone) Components(logger *slog.Logger) ([]run.Component, error) {
 	})
 	services := liaison.NewServices(liaison.WriteConfig{AckTimeout: s.server.AckTimeout}, liaison.Deps{
 		Logger: logger.With("component", "liaison"), Schema: cache, Queue: q, Counters: roleMetrics.Writes,
-		Answerers: liaison.OneStore{},
+		Answerers: liaison.OneStore{}, TopNRankings: s.TopNPreAggregation,
 	})
 	listeners := roleMetrics.Listeners
 	meta := metadata.New(liaison.ReadYourWrites(reg, cache))

@@ -45,12 +45,15 @@ type Storage struct {
 	Pprof    bool
 	DataPath string
 	// engine is --write-buffer-size and --write-log-gather.
-	engine   engineFlags
-	NodeName string
-	Capacity uint
-	Etcd     etcd.ClientConfig
-	NodeTTL  time.Duration
-	Sub      sub.Config
+	engine engineFlags
+	// TopNPreAggregation keeps the top-N rankings as writes arrive
+	// (--topn-pre-aggregation).
+	TopNPreAggregation bool
+	NodeName           string
+	Capacity           uint
+	Etcd               etcd.ClientConfig
+	NodeTTL            time.Duration
+	Sub                sub.Config
 	// ClusterTLS secures the cluster protocol (Sub.TLS is built from it).
 	ClusterTLS security.ClusterServerTLS
 	// DebugListenerDelay delays every write batch (hidden fault-injection
@@ -75,6 +78,7 @@ func (s *Storage) RegisterFlags(fs *pflag.FlagSet) {
 	registerPprofFlag(fs, &s.Pprof)
 	fs.StringVar(&s.DataPath, "data-path", DefaultDataPath, "directory for this node's data")
 	s.engine.register(fs)
+	registerTopNFlag(fs, &s.TopNPreAggregation)
 	fs.StringVar(&s.NodeName, "node-name", "", "this data node's name in the registry; keeps its shards across restarts (default: derived from the advertised address)")
 	fs.UintVar(&s.Capacity, "capacity", 0, "relative capacity: a node of capacity 2 takes about twice the shards of one of capacity 1 (0 = 1)")
 	fs.DurationVar(&s.NodeTTL, "node-lease-ttl", etcd.DefaultNodeTTL, "how long this node stays routable after it dies without deregistering (whole seconds)")
@@ -154,6 +158,9 @@ func (s *Storage) Components(logger *slog.Logger) ([]run.Component, error) {
 		return nil, err
 	}
 	store.RecordHolders(holders)
+	if s.TopNPreAggregation {
+		store.PreAggregateTopN(cache)
+	}
 	nodeWatcher, err := etcd.NewNodeWatcher(etcd.NodeConfig{Namespace: s.Etcd.Namespace}, cli, logger.With("component", "node-watch"))
 	if err != nil {
 		_ = cli.Close()

@@ -17,6 +17,7 @@ import (
 	"github.com/banyand-io/banyand/banyand/aggregate"
 	"github.com/banyand-io/banyand/banyand/schema"
 	"github.com/banyand-io/banyand/banyand/storage/tsdb"
+	"github.com/banyand-io/banyand/banyand/topn"
 	"github.com/banyand-io/banyand/pkg/wire"
 )
 
@@ -44,6 +45,9 @@ func (s *Store) queryPartials(ctx context.Context, q *clusterv1.MeasureQuery) (*
 	}
 	if pp.GetShardNum() == 0 {
 		return nil, fmt.Errorf("%w: partial measure query without the group's shard count", errInvalidQuery)
+	}
+	if topn.IsRecordName(req.GetName()) {
+		return s.queryRankingPartials(ctx, q, pp)
 	}
 	p, layout, crit, out, err := measurePlan(q, 0, 0)
 	if err != nil {

@@ -112,6 +112,10 @@ type Store struct {
 	// before it stores the first write of each.
 	holders HolderRecorder
 
+	// topn, when set, keeps the top-N aggregations' rankings as their
+	// source measures' writes arrive (PreAggregateTopN).
+	topn *topNAggregator
+
 	// propertyMu makes this node the single writer of its properties:
 	// a property write reads the record it replaces and merges into it,
 	// held from the read until the result is durable (property.go).

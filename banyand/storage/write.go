@@ -60,6 +60,7 @@ func (s *Store) write(ctx context.Context, msgs [][]byte, d *decoder) []error {
 	}()
 	idx := make([]int, 0, len(msgs)) // ws[j] came from msgs[idx[j]]
 	var pairs []holderPair           // the batch's distinct (group, shard), when recording
+	var ranked []topNWrite           // the measure writes, when keeping top-N rankings
 	for i, m := range msgs {
 		w, err := d.decode(m)
 		if err != nil {
@@ -84,9 +85,29 @@ func (s *Store) write(ctx context.Context, msgs [][]byte, d *decoder) []error {
 		if s.holders != nil {
 			pairs = addPair(pairs, holderPair{w.Group, d.w.Shard})
 		}
+		if s.topn != nil && d.kind == tsdb.KindMeasure {
+			ranked = append(ranked, topNWrite{at: len(ws) - 1, shard: d.w.Shard})
+		}
 	}
 	if len(ws) == 0 {
 		return errs
+	}
+	if len(ranked) > 0 {
+		// The rankings the batch changed are stored in its commit.
+		db, err := s.DB()
+		var recs []tsdb.Write
+		var held []*heldRanking
+		if err == nil {
+			recs, held, err = s.topn.observe(ctx, db, ws, ranked)
+		}
+		if err != nil {
+			for _, i := range idx {
+				fail(i, fmt.Errorf("storage: top-N rankings: %w", err))
+			}
+			return errs
+		}
+		ws = append(ws, recs...)
+		defer s.topn.committed(held)
 	}
 	if err := s.commit(ctx, ws, pairs); err != nil {
 		for _, i := range idx {
