@@ -1,8 +1,6 @@
 package test
 
 import (
-	"errors"
-	"io"
 	"testing"
 	"time"
 
@@ -250,10 +248,7 @@ func writeCPM(t *testing.T, conn *grpc.ClientConn, replicas uint32) {
 	}}); err != nil {
 		t.Fatalf("create measure: %v", err)
 	}
-	ws, err := measurev1.NewMeasureServiceClient(conn).Write(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var reqs []*measurev1.WriteRequest
 	for i, p := range cpmPoints {
 		req := &measurev1.WriteRequest{MessageId: uint64(i + 1), DataPoint: &measurev1.DataPointValue{
 			Timestamp:   timestamppb.New(baseTime.Add(-time.Duration(len(cpmPoints)-i-1) * time.Minute)),
@@ -268,23 +263,7 @@ func writeCPM(t *testing.T, conn *grpc.ClientConn, replicas uint32) {
 		if i == 0 {
 			req.Metadata = &commonv1.Metadata{Group: cpmGroup, Name: cpmName}
 		}
-		if err := ws.Send(req); err != nil {
-			t.Fatal(err)
-		}
+		reqs = append(reqs, req)
 	}
-	if err := ws.CloseSend(); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		resp, err := ws.Recv()
-		if errors.Is(err, io.EOF) {
-			return
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.GetStatus() != modelv1.Status_STATUS_SUCCEED.String() {
-			t.Fatalf("write %d: %s", resp.GetMessageId(), resp.GetStatus())
-		}
-	}
+	writeMeasuresOK(t, conn, reqs)
 }

@@ -390,6 +390,24 @@ func writeMeasures(t *testing.T, conn *grpc.ClientConn, reqs []*measurev1.WriteR
 	return sendAll(t, ws, err, reqs)
 }
 
+// writeMeasuresOK writes reqs on one stream and fails the test unless
+// every one is acknowledged as a success.
+func writeMeasuresOK(t *testing.T, conn *grpc.ClientConn, reqs []*measurev1.WriteRequest) {
+	t.Helper()
+	resps, err := writeMeasures(t, conn, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resps {
+		if r.GetStatus() != modelv1.Status_STATUS_SUCCEED.String() {
+			t.Fatalf("write %d: %s", r.GetMessageId(), r.GetStatus())
+		}
+	}
+	if len(resps) != len(reqs) {
+		t.Fatalf("%d of %d writes answered", len(resps), len(reqs))
+	}
+}
+
 func sendAll[Req, Resp any](t *testing.T, ws grpc.BidiStreamingClient[Req, Resp], err error, reqs []*Req) ([]*Resp, error) {
 	t.Helper()
 	if err != nil {

@@ -1,9 +1,7 @@
 package test
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"testing"
 	"time"
 
@@ -75,10 +73,7 @@ func writePre(t *testing.T, conn *grpc.ClientConn, points []prePoint) {
 // writePreFrom is writePre, the message ids from id.
 func writePreFrom(t *testing.T, conn *grpc.ClientConn, points []prePoint, id uint64) {
 	t.Helper()
-	ws, err := measurev1.NewMeasureServiceClient(conn).Write(ctxT(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	var reqs []*measurev1.WriteRequest
 	for i, p := range points {
 		req := &measurev1.WriteRequest{MessageId: id + uint64(i), DataPoint: &measurev1.DataPointValue{
 			Timestamp:   timestamppb.New(baseTime.Add(time.Duration(p.window) * time.Minute)),
@@ -88,25 +83,9 @@ func writePreFrom(t *testing.T, conn *grpc.ClientConn, points []prePoint, id uin
 		if i == 0 {
 			req.Metadata = &commonv1.Metadata{Group: preGroup, Name: preMeasure}
 		}
-		if err := ws.Send(req); err != nil {
-			t.Fatal(err)
-		}
+		reqs = append(reqs, req)
 	}
-	if err := ws.CloseSend(); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		resp, err := ws.Recv()
-		if errors.Is(err, io.EOF) {
-			return
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.GetStatus() != modelv1.Status_STATUS_SUCCEED.String() {
-			t.Fatalf("write %d: %s", resp.GetMessageId(), resp.GetStatus())
-		}
-	}
+	writeMeasuresOK(t, conn, reqs)
 }
 
 // preData is 30 series (5 services of 6 instances, half of them layer

@@ -1,8 +1,6 @@
 package test
 
 import (
-	"errors"
-	"io"
 	"testing"
 	"time"
 
@@ -175,10 +173,7 @@ func createInstanceCPM(t *testing.T, conn *grpc.ClientConn) {
 func writeInstanceCPM(t *testing.T, conn *grpc.ClientConn) {
 	t.Helper()
 	const name = "service_instance_cpm_minute"
-	ws, err := measurev1.NewMeasureServiceClient(conn).Write(ctxT(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	var reqs []*measurev1.WriteRequest
 	id := uint64(0)
 	for b, batch := range instanceCPM {
 		for i, p := range batch {
@@ -191,24 +186,8 @@ func writeInstanceCPM(t *testing.T, conn *grpc.ClientConn) {
 			if id == 1 {
 				req.Metadata = &commonv1.Metadata{Group: cpmGroup, Name: name}
 			}
-			if err := ws.Send(req); err != nil {
-				t.Fatal(err)
-			}
+			reqs = append(reqs, req)
 		}
 	}
-	if err := ws.CloseSend(); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		resp, err := ws.Recv()
-		if errors.Is(err, io.EOF) {
-			return
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.GetStatus() != modelv1.Status_STATUS_SUCCEED.String() {
-			t.Fatalf("write %d: %s", resp.GetMessageId(), resp.GetStatus())
-		}
-	}
+	writeMeasuresOK(t, conn, reqs)
 }

@@ -49,23 +49,9 @@ func (s *MeasureService) TopN(ctx context.Context, req *measurev1.TopNRequest) (
 	var sort modelv1.Sort
 	sh := &shaping{agg: req.GetAgg()} // the function and field the series fold by
 	for _, g := range req.GetGroups() {
-		agg, measure, err := topNSource(src, g, req.GetName())
+		_, _, q, entity, err := topNGroup(src, g, req, sh, &sort)
 		if err != nil {
 			return nil, err
-		}
-		q, entity, err := topNQuery(req, agg, measure)
-		if err != nil {
-			return nil, err
-		}
-		if sh.aggField != "" && sh.aggField != agg.GetFieldName() {
-			return nil, status.Errorf(codes.InvalidArgument, "top-N aggregations named %q rank field %q in one group and %q in another", req.GetName(), sh.aggField, agg.GetFieldName())
-		}
-		sh.aggField = agg.GetFieldName()
-		if sh.aggFloat, err = numericField([]*databasev1.Measure{measure}, "top-N aggregation", sh.aggField); err != nil {
-			return nil, err
-		}
-		if sort = req.GetFieldValueSort(); sort == modelv1.Sort_SORT_UNSPECIFIED {
-			sort = agg.GetFieldValueSort()
 		}
 		if req.GetAgg() != modelv1.AggregationFunction_AGGREGATION_FUNCTION_UNSPECIFIED {
 			// Each series folds into one value: a group by the series'
@@ -232,4 +218,31 @@ func topNQuery(req *measurev1.TopNRequest, agg *databasev1.TopNAggregation, m *d
 		FieldProjection: &measurev1.QueryRequest_FieldProjection{Names: []string{agg.GetFieldName()}},
 		Limit:           schema.MaxQueryWindow,
 	}, entity, nil
+}
+
+// topNGroup resolves group g of a TopN request: the aggregation, its
+// source measure, the query of the source's points and their entity tags.
+// It records the field the series fold by in sh, refusing groups whose
+// aggregations rank different fields, and the sort in *sort (the
+// request's, else the aggregation's).
+func topNGroup(src *schema.Snapshot, g string, req *measurev1.TopNRequest, sh *shaping, sort *modelv1.Sort) (*databasev1.TopNAggregation, *databasev1.Measure, *measurev1.QueryRequest, [][2]string, error) {
+	agg, measure, err := topNSource(src, g, req.GetName())
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	q, entity, err := topNQuery(req, agg, measure)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if sh.aggField != "" && sh.aggField != agg.GetFieldName() {
+		return nil, nil, nil, nil, status.Errorf(codes.InvalidArgument, "top-N aggregations named %q rank field %q in one group and %q in another", req.GetName(), sh.aggField, agg.GetFieldName())
+	}
+	sh.aggField = agg.GetFieldName()
+	if sh.aggFloat, err = numericField([]*databasev1.Measure{measure}, "top-N aggregation", sh.aggField); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if *sort = req.GetFieldValueSort(); *sort == modelv1.Sort_SORT_UNSPECIFIED {
+		*sort = agg.GetFieldValueSort()
+	}
+	return agg, measure, q, entity, nil
 }

@@ -12,7 +12,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
-	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	"github.com/banyand-io/banyand/banyand/aggregate"
@@ -37,23 +36,9 @@ func (s *MeasureService) topNFromRankings(ctx context.Context, req *measurev1.To
 	pushed := req.GetAgg() != modelv1.AggregationFunction_AGGREGATION_FUNCTION_UNSPECIFIED
 	src := snap.src
 	for _, g := range req.GetGroups() {
-		agg, measure, err := topNSource(src, g, req.GetName())
+		agg, measure, q, _, err := topNGroup(src, g, req, sh, &sort) // checks the conditions
 		if err != nil {
 			return nil, err
-		}
-		q, _, err := topNQuery(req, agg, measure) // checks the conditions
-		if err != nil {
-			return nil, err
-		}
-		if sh.aggField != "" && sh.aggField != agg.GetFieldName() {
-			return nil, status.Errorf(codes.InvalidArgument, "top-N aggregations named %q rank field %q in one group and %q in another", req.GetName(), sh.aggField, agg.GetFieldName())
-		}
-		sh.aggField = agg.GetFieldName()
-		if sh.aggFloat, err = numericField([]*databasev1.Measure{measure}, "top-N aggregation", sh.aggField); err != nil {
-			return nil, err
-		}
-		if sort = req.GetFieldValueSort(); sort == modelv1.Sort_SORT_UNSPECIFIED {
-			sort = agg.GetFieldValueSort()
 		}
 		stored := modelv1.Sort_SORT_DESC
 		if sort == modelv1.Sort_SORT_ASC {
