@@ -46,8 +46,8 @@ func TestProcsApplySetsGOMAXPROCS(t *testing.T) {
 }
 
 // The collector's target: the flag beats the environment variable, which
-// beats the role's default; an unreadable environment value is ignored,
-// as the runtime ignores it.
+// beats the default; an unreadable environment value is ignored, as the
+// runtime ignores it.
 func TestGCPercentChoice(t *testing.T) {
 	for _, tc := range []struct {
 		flag   int
@@ -56,14 +56,14 @@ func TestGCPercentChoice(t *testing.T) {
 		want   int
 		source string
 	}{
-		{0, "", false, liaisonGCPercent, "role's default"},
+		{0, "", false, defaultGCPercent, "default"},
 		{0, "250", true, 250, "GOGC environment"},
 		{0, "off", true, -1, "GOGC environment"},
-		{0, "lots", true, liaisonGCPercent, "role's default"},
+		{0, "lots", true, defaultGCPercent, "default"},
 		{150, "250", true, 150, "--gc-percent"},
 		{-1, "", false, -1, "--gc-percent"},
 	} {
-		g := gcConfig{percent: tc.flag, role: liaisonGCPercent}
+		g := gcConfig{percent: tc.flag}
 		got, source := g.choose(tc.env, tc.envSet)
 		if got != tc.want || !strings.Contains(source, tc.source) {
 			t.Errorf("flag %d, env %q (%v): %d (%s), want %d (%s)", tc.flag, tc.env, tc.envSet, got, source, tc.want, tc.source)
@@ -78,9 +78,9 @@ func TestGCPercentChoice(t *testing.T) {
 func TestGCPercentApply(t *testing.T) {
 	before := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(before) })
-	g := gcConfig{role: liaisonGCPercent}
+	g := gcConfig{percent: 250}
 	n, _ := g.apply(func(string) (string, bool) { return "", false })
-	if got := debug.SetGCPercent(100); n != liaisonGCPercent || got != liaisonGCPercent {
-		t.Fatalf("apply gave %d and the runtime had %d, want %d", n, got, liaisonGCPercent)
+	if got := debug.SetGCPercent(100); n != 250 || got != 250 {
+		t.Fatalf("apply gave %d and the runtime had %d, want 250", n, got)
 	}
 }

@@ -39,7 +39,6 @@ type Role interface {
 type roleCommand struct {
 	use, short, long string
 	role             Role
-	gcPercent        int // the role's default GOGC (gc.go)
 }
 
 // Main runs the command line and returns the process exit code.
@@ -86,7 +85,7 @@ func newRoot(stdout, stderr io.Writer, lookup func(string) (string, bool)) *cobr
 func newRoleCommand(rc roleCommand, logCfg *logConfig, stderr io.Writer, lookup func(string) (string, bool)) *cobra.Command {
 	var groupCfg run.Config
 	var procs procsConfig
-	gc := gcConfig{role: rc.gcPercent}
+	var gc gcConfig
 	cmd := &cobra.Command{
 		Use:   rc.use,
 		Short: rc.short,
