@@ -197,19 +197,28 @@ func processCPU(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// Batches written at once, each changing the same rankings: whatever
-// order their commits land in, the stored ranking is the newest, which
-// counts every write.
-func TestTopNRankingsOfConcurrentBatches(t *testing.T) {
+// startTopNStore starts a store in a temporary directory that keeps the
+// rankings of one aggregation "all" over the cpm measure (descending,
+// counters of countersNumber, two windows open); it is closed with the
+// test.
+func startTopNStore(t *testing.T, countersNumber int32) (*databasev1.Measure, *databasev1.TopNAggregation, *Store) {
+	t.Helper()
 	src, m := cpmSchemas(&databasev1.TopNAggregation{Metadata: &commonv1.Metadata{Name: "all"},
-		FieldValueSort: modelv1.Sort_SORT_DESC, CountersNumber: 1000, LruSize: 2})
-	agg := src.snap.TopNAggregations[schema.Key{Group: testGroup, Name: "all"}]
+		FieldValueSort: modelv1.Sort_SORT_DESC, CountersNumber: countersNumber, LruSize: 2})
 	s := New(Config{Dir: t.TempDir()}, nil, nil)
 	s.PreAggregateTopN(src)
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { _ = s.Close() })
+	return m, src.snap.TopNAggregations[schema.Key{Group: testGroup, Name: "all"}], s
+}
+
+// Batches written at once, each changing the same rankings: whatever
+// order their commits land in, the stored ranking is the newest, which
+// counts every write.
+func TestTopNRankingsOfConcurrentBatches(t *testing.T) {
+	m, agg, s := startTopNStore(t, 1000)
 	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	const writers, batches, minutes = 4, 10, 5
 	msgs := make([][][][]byte, writers) // writer, batch, message
@@ -263,15 +272,7 @@ func TestTopNRankingsOfConcurrentBatches(t *testing.T) {
 // before counting in it: the late point joins the ranking, which keeps
 // the points counted before.
 func TestTopNLateWriteReadsTheRankingBack(t *testing.T) {
-	src, m := cpmSchemas(&databasev1.TopNAggregation{Metadata: &commonv1.Metadata{Name: "all"},
-		FieldValueSort: modelv1.Sort_SORT_DESC, CountersNumber: 10, LruSize: 2})
-	agg := src.snap.TopNAggregations[schema.Key{Group: testGroup, Name: "all"}]
-	s := New(Config{Dir: t.TempDir()}, nil, nil)
-	s.PreAggregateTopN(src)
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	m, agg, s := startTopNStore(t, 10)
 	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	for minute := range 6 {
 		if errs := s.WriteMeasure(context.Background(), [][]byte{cpmWrite(t, 0, 0, 0, base.Add(time.Duration(minute)*time.Minute), 5)}); errs != nil {
