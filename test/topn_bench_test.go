@@ -2,7 +2,6 @@ package test
 
 import (
 	"context"
-	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	databasev1 "github.com/banyand-io/banyand/api/proto/banyandb/database/v1"
 	measurev1 "github.com/banyand-io/banyand/api/proto/banyandb/measure/v1"
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
+	"github.com/banyand-io/banyand/internal/cputime"
 )
 
 // BenchmarkClusterTopN compares MeasureService.TopN answered from the
@@ -53,9 +53,9 @@ func BenchmarkClusterTopN(b *testing.B) {
 			var perWrite float64 // written once, however often the benchmark runs
 			b.Run(set.name+"/write/"+way[pre], func(b *testing.B) {
 				if perWrite == 0 {
-					cpu0 := processCPU(b)
+					cpu0 := cputime.Of(b)
 					writeAggBenchPoints(b, conn, set.group, set.points, set.series)
-					perWrite = float64((processCPU(b) - cpu0).Nanoseconds()) / float64(set.points)
+					perWrite = float64((cputime.Of(b) - cpu0).Nanoseconds()) / float64(set.points)
 				}
 				b.ReportMetric(perWrite, "cpu-ns/write")
 			})
@@ -135,13 +135,4 @@ func topNBenchQuery(conn *grpc.ClientConn, group string, mod func(*measurev1.Top
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	return measurev1.NewMeasureServiceClient(conn).TopN(ctx, req)
-}
-
-// processCPU is the CPU time this process has used.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/banyand-io/banyand/internal/cputime"
 )
 
 // CPU a write is steadier than writes a second on a shared machine: a
@@ -49,7 +51,7 @@ func newCPUSampler(cfg Config) *cpuSampler {
 // sample reads every counter now. A server whose metrics cannot be read
 // fails it: the user asked for its CPU.
 func (s *cpuSampler) sample(ctx context.Context) ([]float64, error) {
-	self, err := processCPU()
+	self, err := cputime.Process()
 	if err != nil {
 		return nil, err
 	}

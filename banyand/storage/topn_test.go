@@ -3,7 +3,6 @@ package storage
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	modelv1 "github.com/banyand-io/banyand/api/proto/banyandb/model/v1"
 	"github.com/banyand-io/banyand/banyand/schema"
 	"github.com/banyand-io/banyand/banyand/topn"
+	"github.com/banyand-io/banyand/internal/cputime"
 	"github.com/banyand-io/banyand/pkg/route"
 )
 
@@ -176,25 +176,17 @@ func BenchmarkWriteMeasureTopN(b *testing.B) {
 				}
 				b.ReportAllocs()
 				b.ResetTimer()
-				cpu0 := processCPU(b)
+				cpu0 := cputime.Of(b)
 				for i := range b.N {
 					at := i * size
 					if errs := s.WriteMeasure(context.Background(), all[at:at+size]); errs != nil {
 						b.Fatal(errs)
 					}
 				}
-				b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/float64(b.N*size), "cpu-ns/write")
+				b.ReportMetric(float64((cputime.Of(b)-cpu0).Nanoseconds())/float64(b.N*size), "cpu-ns/write")
 			})
 		}
 	}
-}
-
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // startTopNStore starts a store in a temporary directory that keeps the

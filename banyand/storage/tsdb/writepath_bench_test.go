@@ -3,11 +3,12 @@ package tsdb
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/banyand-io/banyand/internal/cputime"
 )
 
 // BenchmarkWritePath measures the CPU a stream write costs to reach an
@@ -40,7 +41,7 @@ func BenchmarkWritePath(b *testing.B) {
 		}
 	}
 	report := func(b *testing.B, cpu0 time.Duration) {
-		b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/float64(b.N*size), "cpu-ns/write")
+		b.ReportMetric(float64((cputime.Of(b)-cpu0).Nanoseconds())/float64(b.N*size), "cpu-ns/write")
 		b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "writes/s")
 	}
 
@@ -49,7 +50,7 @@ func BenchmarkWritePath(b *testing.B) {
 		batch := make([]Write, size)
 		seq := 0
 		b.ResetTimer()
-		cpu0 := processCPU(b)
+		cpu0 := cputime.Of(b)
 		for range b.N {
 			gen(batch, &seq)
 			if err := db.Write(context.Background(), batch); err != nil {
@@ -67,7 +68,7 @@ func BenchmarkWritePath(b *testing.B) {
 		batch := make([]Write, size)
 		seq := 0
 		b.ResetTimer()
-		cpu0 := processCPU(b)
+		cpu0 := cputime.Of(b)
 		var key, hdr []byte
 		for range b.N {
 			gen(batch, &seq)
@@ -115,7 +116,7 @@ func BenchmarkWritePathRealistic(b *testing.B) {
 			batch := make([]Write, size)
 			seq := 0
 			b.ResetTimer()
-			cpu0 := processCPU(b)
+			cpu0 := cputime.Of(b)
 			for range b.N {
 				for j := range batch {
 					const block = 4 * series // four rounds of every series, the last round first
@@ -134,16 +135,7 @@ func BenchmarkWritePathRealistic(b *testing.B) {
 			if err := db.Flush(); err != nil {
 				b.Fatal(err)
 			}
-			b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/float64(b.N*size), "cpu-ns/write")
+			b.ReportMetric(float64((cputime.Of(b)-cpu0).Nanoseconds())/float64(b.N*size), "cpu-ns/write")
 		})
 	}
-}
-
-// processCPU is the process's user+system CPU time.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

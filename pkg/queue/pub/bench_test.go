@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	clusterv1 "github.com/banyand-io/banyand/api/proto/banyandb/cluster/v1"
+	"github.com/banyand-io/banyand/internal/cputime"
 	"github.com/banyand-io/banyand/pkg/queue"
 	"github.com/banyand-io/banyand/pkg/queue/pub"
 )
@@ -24,16 +24,6 @@ const (
 	benchMsgBytes = 300
 	benchWindow   = 8192 // futures a benchmark goroutine keeps outstanding
 )
-
-// cpuTime is the process's user+system CPU time: on a shared machine it
-// measures the cost of a message better than the wall clock does.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 func benchNode(b testing.TB) (*testNode, *atomic.Int64) {
 	var got atomic.Int64
@@ -106,7 +96,7 @@ func benchPublish(b *testing.B, parallel bool) {
 	var shard atomic.Uint32
 	b.ReportAllocs()
 	b.ResetTimer()
-	start, cpu0 := time.Now(), cpuTime(b)
+	start, cpu0 := time.Now(), cputime.Of(b)
 	if parallel {
 		b.RunParallel(func(pb *testing.PB) {
 			publishLoop(b, c, shard.Add(1)%shardNum, payload, pb.Next)
@@ -115,7 +105,7 @@ func benchPublish(b *testing.B, parallel bool) {
 		left := b.N
 		publishLoop(b, c, 0, payload, func() bool { left--; return left >= 0 })
 	}
-	elapsed, cpu := time.Since(start), cpuTime(b)-cpu0
+	elapsed, cpu := time.Since(start), cputime.Of(b)-cpu0
 	b.StopTimer()
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/msg")
 	after := c.Stats()
@@ -200,7 +190,7 @@ func BenchmarkBaselineRawGRPC(b *testing.B) {
 	}()
 	b.ReportAllocs()
 	b.ResetTimer()
-	start, cpu0 := time.Now(), cpuTime(b)
+	start, cpu0 := time.Now(), cputime.Of(b)
 	left := b.N
 	req := &clusterv1.StreamRequest{}
 	for id := range batches {
@@ -223,7 +213,7 @@ func BenchmarkBaselineRawGRPC(b *testing.B) {
 		}
 	}
 	wg.Wait()
-	elapsed, cpu := time.Since(start), cpuTime(b)-cpu0
+	elapsed, cpu := time.Since(start), cputime.Of(b)-cpu0
 	b.StopTimer()
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/msg")
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
